@@ -1,0 +1,23 @@
+//! The tool contract every tool shares: the [`Tool`] trait, its frozen [`ToolSpec`], the
+//! [`Registry`] that repairs, validates, runs and normalizes each call, and the
+//! [`Envelope`] every call answers with.
+//!
+//! A tool author implements [`Tool::run`] only; lookup, input repair, JSON-schema
+//! validation with recovery hints, cancellation, panic isolation and output capping are
+//! the registry's job, identical for every tool.
+
+mod envelope;
+mod hints;
+mod registry;
+mod repair;
+mod tool;
+mod validate;
+
+pub use envelope::{Code, Envelope, cap_text};
+pub use hints::nearest as nearest_names;
+pub use registry::{Registry, RegistryError};
+pub use repair::{Repair, RepairKind};
+pub use tool::{
+    Annotations, BoxFuture, CallContext, Progress, ProgressUpdate, Tool, ToolError, ToolOutput,
+    ToolResult, ToolSpec, run_blocking,
+};

@@ -1,0 +1,371 @@
+//! The registry: the enabled tools with their frozen specs and compiled schemas, and
+//! [`Registry::dispatch`], the one path every call takes whatever the transport:
+//! find → repair → validate → run → envelope (capped).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use jsonschema::Validator;
+use serde_json::{Value, json};
+
+use super::envelope::{Code, Envelope};
+use super::hints::{recovery_hint, suggest_tools};
+use super::repair::{coerce_arguments, repair};
+use super::tool::{CallContext, Tool, ToolSpec, panic_message};
+use super::validate::{json_type_name, violations};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("tool `{0}` is registered twice")]
+    Duplicate(String),
+    #[error("tool `{tool}` has an invalid input schema: {message}")]
+    BadSchema { tool: String, message: String },
+}
+
+struct Entry {
+    spec: ToolSpec,
+    validator: Validator,
+    tool: Arc<dyn Tool>,
+    /// The schema has its own `description` field; otherwise a top-level `description`
+    /// (which models trained on other harnesses add) is accepted and dropped.
+    has_description_field: bool,
+}
+
+pub struct Registry {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    max_chars: usize,
+}
+
+impl Registry {
+    /// An empty registry whose results are capped at `max_chars` characters of text.
+    pub fn new(max_chars: usize) -> Self {
+        Registry {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            max_chars,
+        }
+    }
+
+    /// Register a tool under `group`. Its spec is computed now and never again.
+    pub fn register(&mut self, group: &str, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let spec = ToolSpec::of(tool.as_ref(), group);
+        if self.index.contains_key(&spec.name) {
+            return Err(RegistryError::Duplicate(spec.name));
+        }
+        let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| {
+            RegistryError::BadSchema {
+                tool: spec.name.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        let has_description_field = spec
+            .input_schema
+            .get("properties")
+            .and_then(|p| p.get("description"))
+            .is_some();
+        self.index.insert(spec.name.clone(), self.entries.len());
+        self.entries.push(Entry {
+            spec,
+            validator,
+            tool,
+            has_description_field,
+        });
+        Ok(())
+    }
+
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.entries.iter().map(|e| &e.spec)
+    }
+
+    pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
+        self.index.get(name).map(|&i| &self.entries[i].spec)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.entries.iter().map(|e| e.spec.name.as_str()).collect()
+    }
+
+    pub fn max_chars(&self) -> usize {
+        self.max_chars
+    }
+
+    /// Carry out one call and answer with an envelope. Never panics, whatever the input
+    /// or the tool does.
+    pub async fn dispatch(&self, name: &str, args: Value, ctx: CallContext) -> Envelope {
+        let started = Instant::now();
+        let envelope = self
+            .dispatch_inner(name, args, ctx)
+            .await
+            .capped(self.max_chars);
+        tracing::info!(
+            tool = name,
+            code = %envelope.code,
+            repairs = envelope.repairs.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "call"
+        );
+        envelope
+    }
+
+    async fn dispatch_inner(&self, name: &str, args: Value, ctx: CallContext) -> Envelope {
+        let Some(entry) = self.index.get(name).map(|&i| &self.entries[i]) else {
+            return self.unknown_tool(name);
+        };
+        let (mut map, mut repairs) = match coerce_arguments(args) {
+            Ok(ok) => ok,
+            Err(other) => {
+                return Envelope::error(
+                    Code::InvalidInput,
+                    &format!(
+                        "arguments for {name} must be a JSON object, got {}",
+                        json_type_name(&other)
+                    ),
+                    &format!(
+                        "send an object; {name} takes: {}",
+                        super::hints::field_summary(&entry.spec.input_schema)
+                    ),
+                    json!({"tool": name}),
+                );
+            }
+        };
+        if !entry.has_description_field {
+            map.remove("description");
+        }
+        let original = Value::Object(map);
+        let (repaired, schema_repairs) = repair(&entry.spec.input_schema, &original);
+        let input = if !schema_repairs.is_empty() && entry.validator.is_valid(&repaired) {
+            repairs.extend(schema_repairs);
+            repaired
+        } else if entry.validator.is_valid(&original) {
+            original
+        } else {
+            return invalid_input(entry, &original);
+        };
+
+        let tool = Arc::clone(&entry.tool);
+        let cancel = ctx.cancel.clone();
+        let handle = tokio::spawn(tool.run(input, ctx));
+        let abort = handle.abort_handle();
+        let result = tokio::select! {
+            joined = handle => joined,
+            _ = cancel.cancelled() => {
+                abort.abort();
+                return Envelope::error(
+                    Code::Cancelled,
+                    &format!("{name} was cancelled before it finished"),
+                    "call it again if the result is still needed",
+                    Value::Null,
+                );
+            }
+        };
+        let mut envelope = match result {
+            Ok(Ok(out)) => Envelope::success(out.text, out.data, Vec::new()),
+            Ok(Err(err)) => Envelope::error(err.code, &err.message, &err.next_step, err.data),
+            Err(join) if join.is_panic() => Envelope::error(
+                Code::Internal,
+                &format!("{name} panicked: {}", panic_message(join.into_panic())),
+                "this is a whalebox bug; retry once, then report it",
+                Value::Null,
+            ),
+            Err(_) => Envelope::error(
+                Code::Cancelled,
+                &format!("{name} was stopped before it finished"),
+                "call it again if the result is still needed",
+                Value::Null,
+            ),
+        };
+        envelope.repairs = repairs;
+        envelope
+    }
+
+    fn unknown_tool(&self, name: &str) -> Envelope {
+        let names = self.names();
+        let suggestions = suggest_tools(name, names.iter().copied());
+        let next = match suggestions.first() {
+            Some(best) => format!("did you mean `{best}`? Enabled tools: {}", names.join(", ")),
+            None => format!("use one of the enabled tools: {}", names.join(", ")),
+        };
+        Envelope::error(
+            Code::UnknownTool,
+            &format!("unknown tool `{name}`"),
+            &next,
+            json!({"suggestions": suggestions, "tools": names}),
+        )
+    }
+}
+
+fn invalid_input(entry: &Entry, original: &Value) -> Envelope {
+    let found = violations(&entry.validator, original);
+    let problems: Vec<String> = found.iter().map(|v| v.describe()).collect();
+    let hint = recovery_hint(&entry.spec, &found);
+    Envelope::error(
+        Code::InvalidInput,
+        &format!(
+            "invalid arguments for {}: {}",
+            entry.spec.name,
+            problems.join("; ")
+        ),
+        &hint,
+        json!({"tool": entry.spec.name, "problems": problems}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::tool::{BoxFuture, ToolOutput, ToolResult};
+
+    /// A real tool for the registry's own tests: echoes its validated input.
+    struct Echo;
+
+    impl Tool for Echo {
+        fn name(&self) -> &str {
+            "echo"
+        }
+        fn parameters(&self) -> Value {
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "count": {"type": "integer"},
+                    "mode": {"type": "string", "enum": ["a", "b"]}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            })
+        }
+        fn run(self: Arc<Self>, input: Value, _ctx: CallContext) -> BoxFuture<'static, ToolResult> {
+            Box::pin(async move {
+                if input["path"] == "panic" {
+                    panic!("asked to panic");
+                }
+                if input["path"] == "sleep" {
+                    tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+                }
+                Ok(ToolOutput::new(input.to_string(), input))
+            })
+        }
+    }
+
+    fn registry() -> Registry {
+        let mut r = Registry::new(1000);
+        r.register("test", Arc::new(Echo)).unwrap();
+        r
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_names_the_closest_tool() {
+        let e = registry()
+            .dispatch("ecko", json!({}), CallContext::default())
+            .await;
+        assert_eq!(e.code, Code::UnknownTool);
+        assert!(e.text.contains("did you mean `echo`"), "{}", e.text);
+    }
+
+    #[tokio::test]
+    async fn repaired_input_is_used_and_recorded() {
+        let e = registry()
+            .dispatch(
+                "echo",
+                json!({"path": "x", "count": "3"}),
+                CallContext::default(),
+            )
+            .await;
+        assert!(e.ok, "{}", e.text);
+        assert_eq!(e.data["count"], 3);
+        assert_eq!(e.repairs.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn unrepairable_input_keeps_the_original_and_explains() {
+        let e = registry()
+            .dispatch(
+                "echo",
+                json!({"path": "x", "count": "3", "colour": 1}),
+                CallContext::default(),
+            )
+            .await;
+        assert_eq!(e.code, Code::InvalidInput);
+        assert!(e.text.contains("unknown field `colour`"), "{}", e.text);
+        assert!(
+            e.text.contains("`count` must be an integer, got a string"),
+            "{}",
+            e.text
+        );
+        assert!(
+            e.text.contains("echo takes: path (string, required)"),
+            "{}",
+            e.text
+        );
+        assert!(e.repairs.is_empty());
+    }
+
+    #[tokio::test]
+    async fn top_level_description_is_accepted() {
+        let e = registry()
+            .dispatch(
+                "echo",
+                json!({"path": "x", "description": "why"}),
+                CallContext::default(),
+            )
+            .await;
+        assert!(e.ok, "{}", e.text);
+        assert!(e.data.get("description").is_none());
+    }
+
+    #[tokio::test]
+    async fn enum_violation_lists_options() {
+        let e = registry()
+            .dispatch(
+                "echo",
+                json!({"path": "x", "mode": "c"}),
+                CallContext::default(),
+            )
+            .await;
+        assert_eq!(e.code, Code::InvalidInput);
+        assert!(
+            e.text.contains("`mode` must be one of: \"a\", \"b\""),
+            "{}",
+            e.text
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_tool_is_an_internal_error_not_a_crash() {
+        let r = registry();
+        let e = r
+            .dispatch("echo", json!({"path": "panic"}), CallContext::default())
+            .await;
+        assert_eq!(e.code, Code::Internal);
+        let again = r
+            .dispatch("echo", json!({"path": "y"}), CallContext::default())
+            .await;
+        assert!(again.ok);
+    }
+
+    #[tokio::test]
+    async fn cancellation_stops_waiting_on_the_tool() {
+        let r = registry();
+        let ctx = CallContext::default();
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            cancel.cancel();
+        });
+        let started = Instant::now();
+        let e = r.dispatch("echo", json!({"path": "sleep"}), ctx).await;
+        assert_eq!(e.code, Code::Cancelled);
+        assert!(started.elapsed().as_secs() < 10);
+    }
+
+    #[tokio::test]
+    async fn non_object_arguments_are_invalid_input() {
+        let e = registry()
+            .dispatch("echo", json!([1]), CallContext::default())
+            .await;
+        assert_eq!(e.code, Code::InvalidInput);
+        assert!(e.text.contains("must be a JSON object, got an array"));
+    }
+}

@@ -1,0 +1,419 @@
+//! The path guard: may this call touch this path? Reads are allowed inside the
+//! workspace, an approved read root or a skill directory; writes only inside the
+//! workspace. Decisions are made on the physically resolved path: every symlink in the
+//! existing prefix is followed (also dangling ones, whose target is resolved the same
+//! way), `..` is applied after resolution so it cannot climb out through a link, and the
+//! parent chain of a file that does not exist yet is resolved.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// How many symlinks one resolution may follow (Linux's own limit is 40).
+const MAX_LINKS: usize = 40;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Which fence admitted a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootKind {
+    Workspace,
+    ReadRoot,
+    SkillDir,
+}
+
+/// A path the guard allowed: `abs` is the resolved path to use for I/O, `shown` is how
+/// to name it to the model (relative to the workspace when inside it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowed {
+    pub abs: PathBuf,
+    pub shown: String,
+    pub root: RootKind,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    #[error("the path is empty")]
+    Empty,
+    #[error("the path contains a NUL byte")]
+    Nul,
+    #[error("{shown} is outside the allowed roots")]
+    Denied {
+        shown: String,
+        resolved: PathBuf,
+        access: Access,
+    },
+    #[error("cannot resolve {shown}: {source}")]
+    Resolve { shown: String, source: io::Error },
+}
+
+#[derive(Debug, Clone)]
+pub struct PathGuard {
+    workspace: PathBuf,
+    read_roots: Vec<PathBuf>,
+    skill_dirs: Vec<PathBuf>,
+    home: Option<PathBuf>,
+}
+
+impl PathGuard {
+    /// A guard for `workspace` (must exist) with extra read-only roots. Roots that do not
+    /// exist are dropped: they grant nothing.
+    pub fn new(
+        workspace: &Path,
+        read_roots: &[PathBuf],
+        skill_dirs: &[PathBuf],
+    ) -> io::Result<PathGuard> {
+        let workspace = resolve_physical(workspace)?;
+        let existing = |roots: &[PathBuf]| -> Vec<PathBuf> {
+            roots
+                .iter()
+                .filter(|r| r.exists())
+                .filter_map(|r| resolve_physical(r).ok())
+                .collect()
+        };
+        Ok(PathGuard {
+            read_roots: existing(read_roots),
+            skill_dirs: existing(skill_dirs),
+            workspace,
+            home: std::env::home_dir(),
+        })
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    pub fn read_roots(&self) -> &[PathBuf] {
+        &self.read_roots
+    }
+
+    pub fn skill_dirs(&self) -> &[PathBuf] {
+        &self.skill_dirs
+    }
+
+    /// Decide whether `raw` (as the model wrote it) may be accessed.
+    pub fn check(&self, raw: &str, access: Access) -> Result<Allowed, GuardError> {
+        if raw.contains('\0') {
+            return Err(GuardError::Nul);
+        }
+        if raw.trim().is_empty() {
+            return Err(GuardError::Empty);
+        }
+        let expanded = self.expand(raw);
+        let resolved = resolve_physical(&expanded).map_err(|source| GuardError::Resolve {
+            shown: raw.to_string(),
+            source,
+        })?;
+        let root = self
+            .root_of(&resolved, access)
+            .ok_or_else(|| GuardError::Denied {
+                shown: raw.to_string(),
+                resolved: resolved.clone(),
+                access,
+            })?;
+        Ok(Allowed {
+            shown: self.show(&resolved),
+            abs: resolved,
+            root,
+        })
+    }
+
+    /// How a resolved path is named to the model.
+    pub fn show(&self, abs: &Path) -> String {
+        match abs.strip_prefix(&self.workspace) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => abs.display().to_string(),
+        }
+    }
+
+    /// A sentence naming the roots that apply to `access`, for denials.
+    pub fn describe_roots(&self, access: Access) -> String {
+        let ws = self.workspace.display();
+        match access {
+            Access::Write => format!("writes are allowed only inside the workspace {ws}"),
+            Access::Read => {
+                let mut parts = vec![format!("the workspace {ws}")];
+                for r in &self.read_roots {
+                    parts.push(format!("read root {}", r.display()));
+                }
+                for s in &self.skill_dirs {
+                    parts.push(format!("skill dir {}", s.display()));
+                }
+                format!("reads are allowed inside {}", parts.join(", "))
+            }
+        }
+    }
+
+    fn expand(&self, raw: &str) -> PathBuf {
+        let path = match (&self.home, raw) {
+            (Some(home), "~") => home.clone(),
+            (Some(home), r) if r.starts_with("~/") => home.join(&r[2..]),
+            _ => PathBuf::from(raw),
+        };
+        if path.is_absolute() {
+            path
+        } else {
+            self.workspace.join(path)
+        }
+    }
+
+    fn root_of(&self, resolved: &Path, access: Access) -> Option<RootKind> {
+        if resolved.starts_with(&self.workspace) {
+            return Some(RootKind::Workspace);
+        }
+        if access == Access::Write {
+            return None;
+        }
+        if self.read_roots.iter().any(|r| resolved.starts_with(r)) {
+            return Some(RootKind::ReadRoot);
+        }
+        if self.skill_dirs.iter().any(|r| resolved.starts_with(r)) {
+            return Some(RootKind::SkillDir);
+        }
+        None
+    }
+}
+
+/// Resolve `path` (absolute) the way the kernel would walk it, following every symlink
+/// in the part that exists, including a dangling final link (its target is resolved in
+/// turn), and applying the part that does not exist lexically. The result is absolute,
+/// has no `.`/`..`, and names what an open or create of `path` would touch.
+pub fn resolve_physical(path: &Path) -> io::Result<PathBuf> {
+    if !path.is_absolute() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "path must be absolute",
+        ));
+    }
+    let mut out = PathBuf::from("/");
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    push_front_components(&mut pending, path);
+    let mut links = 0usize;
+    // Once a component is missing, nothing below it exists; stop asking the disk.
+    let mut missing = false;
+    while let Some(part) = pending.pop_front() {
+        if part == ".." {
+            out.pop();
+            // Back above the missing component, the disk may know the path again.
+            missing = missing && out.symlink_metadata().is_err();
+            continue;
+        }
+        let candidate = out.join(&part);
+        if missing {
+            out = candidate;
+            continue;
+        }
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "too many levels of symbolic links at {}",
+                            candidate.display()
+                        ),
+                    ));
+                }
+                let target = std::fs::read_link(&candidate)?;
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                push_front_components(&mut pending, &target);
+            }
+            Ok(_) => out = candidate,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                missing = true;
+                out = candidate;
+            }
+            // ENOTDIR (a file used as a directory), EACCES …: the rest cannot exist
+            // as a path to anything; resolve it lexically and let the open fail.
+            Err(_) => {
+                missing = true;
+                out = candidate;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Put the components of `path` at the front of `pending`, in order, as plain names and
+/// `..` (roots and `.` are dropped: the caller handles absolute targets).
+fn push_front_components(pending: &mut VecDeque<OsString>, path: &Path) {
+    let parts: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect();
+    for part in parts.into_iter().rev() {
+        pending.push_front(part);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A real directory tree: workspace `ws`, an outside dir `out` with a secret, a
+    /// read root `ro`, and symlinks of every kind inside the workspace.
+    struct Tree {
+        _tmp: tempfile::TempDir,
+        root: PathBuf,
+        guard: PathGuard,
+    }
+
+    fn tree() -> Tree {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        for d in ["ws/src", "out", "ro/lib"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("ws/src/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(root.join("out/secret"), "secret\n").unwrap();
+        std::fs::write(root.join("ro/lib/x.rs"), "x\n").unwrap();
+        symlink(root.join("out"), ws.join("link_dir")).unwrap();
+        symlink(root.join("out/secret"), ws.join("link_file")).unwrap();
+        symlink(root.join("out/not_yet"), ws.join("dangling")).unwrap();
+        symlink("..", ws.join("parent_link")).unwrap();
+        symlink("src", ws.join("inner_link")).unwrap();
+        symlink("loop_b", ws.join("loop_a")).unwrap();
+        symlink("loop_a", ws.join("loop_b")).unwrap();
+        let guard = PathGuard::new(&ws, &[root.join("ro"), root.join("missing")], &[]).unwrap();
+        Tree {
+            _tmp: tmp,
+            root,
+            guard,
+        }
+    }
+
+    fn denied(t: &Tree, raw: &str, access: Access) -> bool {
+        matches!(t.guard.check(raw, access), Err(GuardError::Denied { .. }))
+    }
+
+    #[test]
+    fn relative_paths_inside_the_workspace_are_allowed_for_read_and_write() {
+        let t = tree();
+        let a = t.guard.check("src/main.rs", Access::Read).unwrap();
+        assert_eq!(a.abs, t.root.join("ws/src/main.rs"));
+        assert_eq!(a.shown, "src/main.rs");
+        assert_eq!(a.root, RootKind::Workspace);
+        let w = t.guard.check("src/new/dir/file.rs", Access::Write).unwrap();
+        assert_eq!(w.abs, t.root.join("ws/src/new/dir/file.rs"));
+    }
+
+    #[test]
+    fn dot_dot_cannot_climb_out() {
+        let t = tree();
+        assert!(denied(&t, "../out/secret", Access::Read));
+        assert!(denied(&t, "src/../../out/secret", Access::Write));
+        assert!(denied(&t, "nonexistent/../../out/secret", Access::Read));
+        // … but staying inside after `..` is fine.
+        assert!(t.guard.check("src/../src/main.rs", Access::Read).is_ok());
+    }
+
+    #[test]
+    fn absolute_paths_outside_are_denied() {
+        let t = tree();
+        assert!(denied(&t, "/etc/passwd", Access::Read));
+        let secret = t.root.join("out/secret");
+        assert!(denied(&t, secret.to_str().unwrap(), Access::Write));
+        let inside = t.root.join("ws/src/main.rs");
+        assert!(
+            t.guard
+                .check(inside.to_str().unwrap(), Access::Write)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn symlinked_dir_and_file_pointing_outside_are_outside() {
+        let t = tree();
+        assert!(denied(&t, "link_dir/secret", Access::Read));
+        assert!(denied(&t, "link_dir/new_file", Access::Write));
+        assert!(denied(&t, "link_file", Access::Read));
+        assert!(denied(&t, "link_file", Access::Write));
+    }
+
+    #[test]
+    fn dangling_link_is_judged_by_its_target() {
+        let t = tree();
+        // Writing through it would create out/not_yet: denied.
+        assert!(denied(&t, "dangling", Access::Write));
+        assert!(denied(&t, "dangling", Access::Read));
+    }
+
+    #[test]
+    fn link_to_a_parent_is_followed_physically() {
+        let t = tree();
+        // ws/parent_link -> ..  == root; root/out/secret is outside.
+        assert!(denied(&t, "parent_link/out/secret", Access::Read));
+        // root/ws/src/main.rs through the link is inside again.
+        assert!(
+            t.guard
+                .check("parent_link/ws/src/main.rs", Access::Read)
+                .is_ok()
+        );
+        assert!(denied(&t, "inner_link/../../out/secret", Access::Read));
+    }
+
+    #[test]
+    fn links_inside_the_workspace_are_fine() {
+        let t = tree();
+        let a = t.guard.check("inner_link/main.rs", Access::Write).unwrap();
+        assert_eq!(a.abs, t.root.join("ws/src/main.rs"));
+    }
+
+    #[test]
+    fn tilde_is_the_home_directory_and_outside() {
+        let t = tree();
+        assert!(denied(&t, "~/.bashrc", Access::Read));
+        assert!(denied(&t, "~", Access::Write));
+    }
+
+    #[test]
+    fn read_roots_are_readable_but_not_writable() {
+        let t = tree();
+        let p = t.root.join("ro/lib/x.rs");
+        let a = t.guard.check(p.to_str().unwrap(), Access::Read).unwrap();
+        assert_eq!(a.root, RootKind::ReadRoot);
+        assert!(denied(&t, p.to_str().unwrap(), Access::Write));
+        assert_eq!(t.guard.read_roots().len(), 1, "missing roots grant nothing");
+    }
+
+    #[test]
+    fn nul_empty_and_loops_are_errors_not_decisions() {
+        let t = tree();
+        assert!(matches!(
+            t.guard.check("a\0b", Access::Read),
+            Err(GuardError::Nul)
+        ));
+        assert!(matches!(
+            t.guard.check("  ", Access::Read),
+            Err(GuardError::Empty)
+        ));
+        assert!(matches!(
+            t.guard.check("loop_a", Access::Read),
+            Err(GuardError::Resolve { .. })
+        ));
+    }
+
+    #[test]
+    fn a_prefix_that_only_looks_like_the_workspace_is_outside() {
+        let t = tree();
+        std::fs::create_dir(t.root.join("ws2")).unwrap();
+        let p = t.root.join("ws2/file");
+        assert!(denied(&t, p.to_str().unwrap(), Access::Write));
+    }
+}

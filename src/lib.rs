@@ -1,0 +1,20 @@
+//! whalebox: the hands of an LLM coding agent.
+//!
+//! A model can only emit text ("read this file", "find that symbol"); whalebox carries it
+//! out on a real disk and answers with text the model can act on. One call flows:
+//!
+//! ```text
+//! transport (mcp/, or `whalebox call`)
+//!   └─ core::Registry::dispatch: find tool → repair → validate → run → envelope
+//!        └─ tools::<group>: guard::paths, text:: decoding, ripgrep's engine …
+//! ```
+//!
+//! Dependencies point one way: `tools → core, guard, text, profile`; `core` knows no
+//! concrete tool; only `mcp` and `main` know about transports and terminals.
+
+pub mod core;
+pub mod guard;
+pub mod mcp;
+pub mod profile;
+pub mod text;
+pub mod tools;

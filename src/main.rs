@@ -1,0 +1,351 @@
+//! The `whalebox` command line: `serve` (MCP on stdio), `call` (one tool call, the
+//! envelope as JSON on stdout), `tools` (what is enabled) and `profile check`.
+//!
+//! Exit codes: 0 success; 1 the tool answered with an error; 2 usage or profile errors
+//! (and arguments that are not JSON).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Value, json};
+
+use whalebox::core::{CallContext, Code, Envelope, Registry};
+use whalebox::profile::{LoadOptions, Profile};
+use whalebox::tools::{self, Env};
+
+const EXIT_TOOL_ERROR: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "whalebox",
+    version,
+    about = "The hands of an LLM coding agent: exact, fenced-in file and search tools over MCP",
+    long_about = "whalebox serves file and search tools to an LLM agent over MCP (stdio), or runs \
+                  one call from the command line. A TOML profile says which tool groups are on, \
+                  where the workspace is and which extra roots may be read; without --profile \
+                  the embedded default is used (the current directory, local tools on)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone, Default)]
+struct ProfileArgs {
+    /// Profile file (TOML). Without it the embedded default profile is used.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
+    /// Workspace directory, overriding the profile's `workspace`.
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+}
+
+impl ProfileArgs {
+    fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            profile: self.profile.clone(),
+            workspace: self.workspace.clone(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the enabled tools over MCP on stdin/stdout (logs go to stderr).
+    Serve {
+        #[command(flatten)]
+        profile: ProfileArgs,
+    },
+    /// Run one tool call and print its envelope {ok, code, text, data, repairs} as JSON.
+    #[command(after_help = "Examples:\n  \
+        whalebox call read_file --args '{\"file_path\": \"README.md\", \"limit\": 20}'\n  \
+        whalebox call grep --args '{\"pattern\": \"fn main\", \"include\": \"*.rs\"}'\n  \
+        echo '{\"pattern\": \"**/*.toml\"}' | whalebox call search_files --args-file -\n\n\
+        Exit status: 0 ok, 1 the tool returned an error, 2 usage or profile error.")]
+    Call {
+        /// Tool name (see `whalebox tools`).
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, value_name = "JSON", conflicts_with = "args_file")]
+        args: Option<String>,
+        /// Read the arguments from a file (`-` for stdin).
+        #[arg(long, value_name = "FILE")]
+        args_file: Option<PathBuf>,
+        #[command(flatten)]
+        profile: ProfileArgs,
+    },
+    /// List the enabled tools.
+    Tools {
+        /// Print the full specs (schemas, annotations) as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        profile: ProfileArgs,
+    },
+    /// Inspect profiles.
+    Profile {
+        #[command(subcommand)]
+        command: ProfileCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProfileCommand {
+    /// Validate a profile (default: the embedded one) and print the effective profile as JSON.
+    Check {
+        /// Profile file to check.
+        file: Option<PathBuf>,
+        /// Workspace directory, overriding the profile's `workspace`.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let serving = matches!(cli.command, Command::Serve { .. });
+    init_logging(serving);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("whalebox: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+fn init_logging(serving: bool) {
+    let default = if serving { "whalebox=info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Serve { profile } => serve(&profile).await,
+        Command::Call {
+            tool,
+            args,
+            args_file,
+            profile,
+        } => call(&tool, args, args_file, &profile).await,
+        Command::Tools { json, profile } => list_tools(json, &profile),
+        Command::Profile {
+            command: ProfileCommand::Check { file, workspace },
+        } => check_profile(ProfileArgs {
+            profile: file,
+            workspace,
+        }),
+    }
+}
+
+/// Load the profile and build the registry, or explain on stderr why not.
+fn setup(args: &ProfileArgs) -> Result<(Registry, Arc<Env>), ExitCode> {
+    let profile = Profile::load(&args.load_options()).map_err(|e| {
+        eprintln!("whalebox: profile error: {e}");
+        ExitCode::from(EXIT_USAGE)
+    })?;
+    for warning in &profile.warnings {
+        tracing::warn!("{}: {warning}", profile.source_name());
+    }
+    tools::build(profile).map_err(|e| {
+        eprintln!("whalebox: profile error: {e}");
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+async fn serve(args: &ProfileArgs) -> ExitCode {
+    let (registry, env) = match setup(args) {
+        Ok(ok) => ok,
+        Err(code) => return code,
+    };
+    for problem in &env.skills.problems {
+        tracing::warn!("skill skipped: {problem}");
+    }
+    tracing::info!(
+        workspace = %env.guard.workspace().display(),
+        profile = %env.profile.source_name(),
+        tools = registry.names().len(),
+        "serving MCP on stdio"
+    );
+    let server = whalebox::mcp::Server::new(Arc::new(registry), &env);
+    match server.serve_stdio().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("whalebox: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_envelope(envelope: &Envelope) {
+    match serde_json::to_string(envelope) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("whalebox: cannot print the result: {e}"),
+    }
+}
+
+async fn call(
+    tool: &str,
+    args: Option<String>,
+    args_file: Option<PathBuf>,
+    profile: &ProfileArgs,
+) -> ExitCode {
+    let raw = match (args, args_file) {
+        (Some(a), _) => a,
+        (None, Some(file)) => {
+            let read = if file.as_os_str() == "-" {
+                let mut s = String::new();
+                std::io::stdin().read_to_string(&mut s).map(|_| s)
+            } else {
+                std::fs::read_to_string(&file)
+            };
+            match read {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("whalebox: cannot read {}: {e}", file.display());
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            }
+        }
+        (None, None) => "{}".to_string(),
+    };
+    let (registry, _env) = match setup(profile) {
+        Ok(ok) => ok,
+        Err(code) => return code,
+    };
+    let value: Value = match serde_json::from_str(&raw) {
+        Ok(v) => v,
+        Err(e) => {
+            let fields = registry
+                .spec(tool)
+                .map(|s| {
+                    format!(
+                        "; {tool} takes an object like {}",
+                        example_args(&s.input_schema)
+                    )
+                })
+                .unwrap_or_default();
+            let envelope = Envelope::error(
+                Code::InvalidInput,
+                &format!("--args is not valid JSON: {e}"),
+                &format!("pass one JSON object, quoted for the shell{fields}"),
+                json!({"tool": tool}),
+            );
+            print_envelope(&envelope);
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let envelope = registry.dispatch(tool, value, CallContext::default()).await;
+    print_envelope(&envelope);
+    if envelope.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_TOOL_ERROR)
+    }
+}
+
+/// `{"file_path": "…", "offset": 0}`: the required fields with placeholder values.
+fn example_args(schema: &Value) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let props = schema.get("properties").and_then(Value::as_object);
+    let mut example = serde_json::Map::new();
+    for name in required {
+        let ty = props
+            .and_then(|p| p.get(name))
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("string");
+        let placeholder = match ty {
+            "integer" | "number" => json!(1),
+            "boolean" => json!(true),
+            "array" => json!([]),
+            "object" => json!({}),
+            _ => json!("…"),
+        };
+        example.insert(name.to_string(), placeholder);
+    }
+    Value::Object(example).to_string()
+}
+
+fn list_tools(as_json: bool, profile: &ProfileArgs) -> ExitCode {
+    let (registry, _env) = match setup(profile) {
+        Ok(ok) => ok,
+        Err(code) => return code,
+    };
+    if as_json {
+        let specs: Vec<_> = registry.specs().collect();
+        match serde_json::to_string_pretty(&specs) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("whalebox: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    for spec in registry.specs() {
+        let mode = if spec.annotations.read_only {
+            "read-only"
+        } else {
+            "writes"
+        };
+        let summary = spec.description.split(". ").next().unwrap_or("");
+        println!("{:<14} {:<7} {:<9} {summary}", spec.name, spec.group, mode);
+    }
+    ExitCode::SUCCESS
+}
+
+fn check_profile(args: ProfileArgs) -> ExitCode {
+    let (registry, env) = match setup(&args) {
+        Ok(ok) => ok,
+        Err(code) => return code,
+    };
+    let mut report = match serde_json::to_value(&env.profile) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("whalebox: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    report["enabled_tools"] = json!(registry.names());
+    report["available_groups"] = json!(
+        tools::GROUPS
+            .iter()
+            .map(|g| json!({"name": g.name, "tools": g.summary}))
+            .collect::<Vec<_>>()
+    );
+    report["skills"] = json!(
+        env.skills
+            .skills
+            .iter()
+            .map(|s| json!({"name": s.name, "description": s.description, "dir": s.dir}))
+            .collect::<Vec<_>>()
+    );
+    report["skill_problems"] = json!(env.skills.problems);
+    match serde_json::to_string_pretty(&report) {
+        Ok(s) => println!("{s}"),
+        Err(e) => {
+            eprintln!("whalebox: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}

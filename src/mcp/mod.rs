@@ -1,0 +1,160 @@
+//! The MCP server: a thin rmcp adapter over the registry. Tools are listed from the
+//! frozen specs with their raw JSON schemas and annotations; a call goes through
+//! [`Registry::dispatch`] and comes back as `content` (the envelope's text),
+//! `structuredContent` (the whole envelope) and `isError`. rmcp handles both the
+//! `initialize` handshake (2025-06-18 / 2025-11-25) and the 2026-07-28 lifecycle
+//! (`server/discover` and per-request metadata).
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value, json};
+
+use crate::core::{CallContext, Progress, Registry, ToolSpec};
+use crate::tools::Env;
+
+pub struct Server {
+    registry: Arc<Registry>,
+    tools: Vec<rmcp::model::Tool>,
+    instructions: String,
+}
+
+impl Server {
+    pub fn new(registry: Arc<Registry>, env: &Env) -> Self {
+        let tools = registry.specs().map(mcp_tool).collect();
+        Server {
+            instructions: instructions(&registry, env),
+            registry,
+            tools,
+        }
+    }
+
+    /// Serve on stdin/stdout until the client goes away.
+    pub async fn serve_stdio(self) -> Result<(), String> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| format!("MCP session failed to start: {e}"))?;
+        let reason = running
+            .waiting()
+            .await
+            .map_err(|e| format!("MCP session ended abnormally: {e}"))?;
+        tracing::info!(?reason, "MCP session ended");
+        Ok(())
+    }
+}
+
+/// The JSON Schema of the envelope, as every tool's `outputSchema`.
+fn envelope_schema() -> Map<String, Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean"},
+            "code": {"type": "string"},
+            "text": {"type": "string"},
+            "data": {},
+            "repairs": {"type": "array", "items": {"type": "object"}}
+        },
+        "required": ["ok", "code", "text", "data", "repairs"]
+    });
+    match schema {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn mcp_tool(spec: &ToolSpec) -> rmcp::model::Tool {
+    let schema = match &spec.input_schema {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    let a = spec.annotations;
+    let mut annotations = ToolAnnotations::new()
+        .read_only(a.read_only)
+        .destructive(a.destructive)
+        .idempotent(a.idempotent)
+        .open_world(a.open_world);
+    annotations.title = spec.title.clone();
+    let mut tool = rmcp::model::Tool::new(spec.name.clone(), spec.description.clone(), schema);
+    tool.title = spec.title.clone();
+    tool.annotations = Some(annotations);
+    tool.output_schema = Some(Arc::new(envelope_schema()));
+    tool
+}
+
+fn instructions(registry: &Registry, env: &Env) -> String {
+    let mut text = format!(
+        "whalebox tools for the workspace {}. Relative paths are relative to it. Every result \
+         is an envelope {{ok, code, text, data, repairs}}; errors end with the next step to take.",
+        env.guard.workspace().display()
+    );
+    if !env.guard.read_roots().is_empty() {
+        let roots: Vec<String> = env
+            .guard
+            .read_roots()
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        text.push_str(&format!(" Read-only roots: {}.", roots.join(", ")));
+    }
+    text.push_str(&format!(" Tools: {}.", registry.names().join(", ")));
+    text
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
+                    .with_title("whalebox"),
+            )
+            .with_instructions(self.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let progress = match context.meta.get_progress_token() {
+            Some(token) => {
+                let peer = context.peer.clone();
+                Progress::new(move |update| {
+                    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+                    param.total = update.total;
+                    param.message = update.message;
+                    let peer = peer.clone();
+                    tokio::spawn(async move {
+                        let _ = peer.notify_progress(param).await;
+                    });
+                })
+            }
+            None => Progress::default(),
+        };
+        let ctx = CallContext {
+            cancel: context.ct.clone(),
+            progress,
+        };
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let envelope = self.registry.dispatch(&request.name, args, ctx).await;
+        let mut result = CallToolResult::default();
+        result.content = vec![ContentBlock::text(envelope.text.clone())];
+        result.is_error = Some(!envelope.ok);
+        result.structured_content = serde_json::to_value(&envelope).ok();
+        Ok(CallToolResponse::Complete(result))
+    }
+}

@@ -1,0 +1,374 @@
+//! The TOML profile: which tools are on, where the agent works and may read, and the
+//! limits results obey. One struct per `[section]`, each `deny_unknown_fields`, so a typo
+//! is an error with file, line:column and the list of valid keys. Adding a section is one
+//! struct plus one field on [`Profile`].
+//!
+//! Paths: relative entries resolve against the profile file's directory (for the embedded
+//! default: against the workspace); `~` and `~/…` expand to the home directory.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The embedded default profile, used when no `--profile` is given.
+pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
+
+/// Tool groups enabled when a profile does not say.
+const DEFAULT_GROUPS: &[&str] = &["files", "search"];
+/// Skill directories used when a profile does not say (relative ones: in the workspace).
+const DEFAULT_SKILL_DIRS: &[&str] = &[".agents/skills", "~/.agents/skills"];
+const MIN_MAX_CHARS: usize = 200;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("{file}: cannot read the profile: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}:{col}: {message}")]
+    Parse {
+        file: String,
+        line: usize,
+        col: usize,
+        message: String,
+    },
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+}
+
+/// The file as written: every key optional, unknown keys rejected.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    workspace: Option<String>,
+    tools: Option<Vec<String>>,
+    #[serde(default)]
+    read_roots: Vec<String>,
+    policy: Option<String>,
+    #[serde(default)]
+    skills: SkillsFile,
+    #[serde(default)]
+    output: OutputSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkillsFile {
+    dirs: Option<Vec<String>>,
+}
+
+/// `[output]`: limits on what one result shows the model.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputSection {
+    /// Characters of `text` one result may show; head and tail are kept around a marker.
+    pub max_chars: usize,
+}
+
+impl Default for OutputSection {
+    fn default() -> Self {
+        OutputSection { max_chars: 30_000 }
+    }
+}
+
+/// `[skills]`: where `SKILL.md` skills are discovered (resolved, possibly missing).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SkillsSection {
+    pub dirs: Vec<PathBuf>,
+}
+
+/// The effective profile: every path absolute, every default filled in.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Profile {
+    /// The profile file, or `None` for the embedded default.
+    pub source: Option<PathBuf>,
+    pub workspace: PathBuf,
+    pub tools: Vec<String>,
+    pub read_roots: Vec<PathBuf>,
+    pub policy: Option<PathBuf>,
+    pub skills: SkillsSection,
+    pub output: OutputSection,
+    /// Things that are not errors but deserve a look (a missing read root …).
+    pub warnings: Vec<String>,
+}
+
+/// How to find the profile: the CLI's `--profile` and `--workspace`.
+#[derive(Debug, Default, Clone)]
+pub struct LoadOptions {
+    pub profile: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+}
+
+impl Profile {
+    /// Load the profile named by `opts`, or the embedded default.
+    pub fn load(opts: &LoadOptions) -> Result<Profile, ProfileError> {
+        let cwd = std::env::current_dir().map_err(|source| ProfileError::Read {
+            file: ".".into(),
+            source,
+        })?;
+        match &opts.profile {
+            Some(file) => {
+                let file = absolute(&cwd, file);
+                let text = std::fs::read_to_string(&file).map_err(|source| ProfileError::Read {
+                    file: file.display().to_string(),
+                    source,
+                })?;
+                Self::parse(&text, Some(&file), &cwd, opts.workspace.as_deref())
+            }
+            None => Self::parse(EMBEDDED_DEFAULT, None, &cwd, opts.workspace.as_deref()),
+        }
+    }
+
+    /// Parse profile `text`. `file` is where it came from (`None`: embedded); `cwd`
+    /// resolves `--workspace` and the embedded default's `"."`.
+    pub fn parse(
+        text: &str,
+        file: Option<&Path>,
+        cwd: &Path,
+        workspace_override: Option<&Path>,
+    ) -> Result<Profile, ProfileError> {
+        let name = file
+            .map(|f| f.display().to_string())
+            .unwrap_or_else(|| "<embedded default profile>".into());
+        let raw: ProfileFile = toml::from_str(text).map_err(|e| {
+            let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            ProfileError::Parse {
+                file: name.clone(),
+                line,
+                col,
+                message: e.message().trim().replace("expected one of", "valid keys:"),
+            }
+        })?;
+        let invalid = |message: String| ProfileError::Invalid {
+            file: name.clone(),
+            message,
+        };
+        let home = std::env::home_dir();
+        let profile_dir = file.and_then(Path::parent).map(Path::to_path_buf);
+
+        // The workspace first: the embedded default resolves against it.
+        let workspace = match (workspace_override, &raw.workspace, &profile_dir) {
+            (Some(w), _, _) => absolute(cwd, w),
+            (None, Some(w), Some(dir)) => expand(w, dir, home.as_deref()).map_err(&invalid)?,
+            (None, Some(w), None) => expand(w, cwd, home.as_deref()).map_err(&invalid)?,
+            (None, None, _) => cwd.to_path_buf(),
+        };
+        let workspace = normalize(&workspace);
+        match std::fs::metadata(&workspace) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(invalid(format!(
+                    "workspace {} is not a directory",
+                    workspace.display()
+                )));
+            }
+            Err(e) => {
+                return Err(invalid(format!(
+                    "workspace {} is not usable: {e}",
+                    workspace.display()
+                )));
+            }
+        }
+        let base = profile_dir.clone().unwrap_or_else(|| workspace.clone());
+        let resolve = |p: &str| expand(p, &base, home.as_deref()).map_err(&invalid);
+
+        let mut warnings = Vec::new();
+        let mut read_roots = Vec::new();
+        for root in &raw.read_roots {
+            let path = resolve(root)?;
+            if !path.exists() {
+                warnings.push(format!(
+                    "read root {} does not exist; it grants nothing",
+                    path.display()
+                ));
+            }
+            read_roots.push(path);
+        }
+        let policy = raw.policy.as_deref().map(resolve).transpose()?;
+        if let Some(p) = &policy
+            && !p.exists()
+        {
+            warnings.push(format!("policy file {} does not exist", p.display()));
+        }
+        let skill_dirs = match &raw.skills.dirs {
+            Some(dirs) => dirs.iter().map(|d| resolve(d)).collect::<Result<_, _>>()?,
+            None => DEFAULT_SKILL_DIRS
+                .iter()
+                .map(|d| expand(d, &workspace, home.as_deref()).map_err(&invalid))
+                .collect::<Result<_, _>>()?,
+        };
+        let tools = raw
+            .tools
+            .unwrap_or_else(|| DEFAULT_GROUPS.iter().map(|g| g.to_string()).collect());
+        if tools.is_empty() {
+            warnings.push("no tool groups are enabled: the server offers no tools".into());
+        }
+        if raw.output.max_chars < MIN_MAX_CHARS {
+            return Err(invalid(format!(
+                "output.max_chars = {} is too small to show anything useful; use at least {MIN_MAX_CHARS}",
+                raw.output.max_chars
+            )));
+        }
+        Ok(Profile {
+            source: file.map(Path::to_path_buf),
+            workspace,
+            tools,
+            read_roots,
+            policy,
+            skills: SkillsSection { dirs: skill_dirs },
+            output: raw.output,
+            warnings,
+        })
+    }
+
+    /// Where the profile came from, for messages.
+    pub fn source_name(&self) -> String {
+        self.source
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "<embedded default profile>".into())
+    }
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map(|nl| before[nl + 1..].chars().count())
+        .unwrap_or_else(|| before.chars().count())
+        + 1;
+    (line, col)
+}
+
+fn absolute(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+/// Expand `~`/`~/…`, make absolute against `base`, and drop `.`/`..` lexically (symlinks
+/// are the path guard's business, at use time).
+fn expand(raw: &str, base: &Path, home: Option<&Path>) -> Result<PathBuf, String> {
+    if raw.contains('\0') {
+        return Err(format!("path {raw:?} contains a NUL byte"));
+    }
+    let path = if raw == "~" || raw.starts_with("~/") {
+        let home = home.ok_or_else(|| format!("cannot expand {raw:?}: no home directory"))?;
+        home.join(raw.trim_start_matches('~').trim_start_matches('/'))
+    } else if raw.starts_with('~') {
+        return Err(format!(
+            "cannot expand {raw:?}: only `~` and `~/…` (the current user's home) are supported"
+        ));
+    } else {
+        absolute(base, Path::new(raw))
+    };
+    Ok(normalize(&path))
+}
+
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, dir: &Path) -> Result<Profile, ProfileError> {
+        let file = dir.join("whalebox.toml");
+        Profile::parse(text, Some(&file), dir, None)
+    }
+
+    #[test]
+    fn embedded_default_matches_the_built_in_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedded = Profile::parse(EMBEDDED_DEFAULT, None, dir.path(), None).unwrap();
+        let empty = Profile::parse("", None, dir.path(), None).unwrap();
+        assert_eq!(embedded, empty);
+        assert_eq!(embedded.workspace, dir.path());
+        assert_eq!(embedded.output.max_chars, 30_000);
+        assert_eq!(embedded.skills.dirs[0], dir.path().join(".agents/skills"));
+    }
+
+    #[test]
+    fn unknown_key_names_line_column_and_valid_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = parse("workspace = \".\"\n\n[output]\nmax_char = 10\n", dir.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("whalebox.toml:4:1:"), "{msg}");
+        assert!(msg.contains("unknown field `max_char`"), "{msg}");
+        assert!(msg.contains("max_chars"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_top_level_key_lists_every_valid_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let msg = parse("tool = [\"files\"]\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains(":1:1:"), "{msg}");
+        for key in [
+            "workspace",
+            "tools",
+            "read_roots",
+            "policy",
+            "skills",
+            "output",
+        ] {
+            assert!(msg.contains(key), "{key} missing from {msg}");
+        }
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_profile_directory_and_tilde_expands() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        let p = parse(
+            "workspace = \"ws\"\nread_roots = [\"~/x\", \"../y\"]\npolicy = \"policies/p.toml\"\n[skills]\ndirs = [\"sk\"]\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(p.workspace, dir.path().join("ws"));
+        let home = std::env::home_dir().unwrap();
+        assert_eq!(p.read_roots[0], home.join("x"));
+        assert_eq!(p.read_roots[1], dir.path().parent().unwrap().join("y"));
+        assert_eq!(p.policy.unwrap(), dir.path().join("policies/p.toml"));
+        assert_eq!(p.skills.dirs, vec![dir.path().join("sk")]);
+        assert!(p.warnings.iter().any(|w| w.contains("does not exist")));
+    }
+
+    #[test]
+    fn missing_workspace_and_wrong_types_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let msg = parse("workspace = \"nope\"\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("not usable"), "{msg}");
+        let msg = parse("tools = \"files\"\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains(":1:9:"), "{msg}");
+        let msg = parse("[output]\nmax_chars = 5\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("too small"), "{msg}");
+        let msg = parse("read_roots = [\"~bob/x\"]\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("only `~`"), "{msg}");
+    }
+}

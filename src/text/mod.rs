@@ -1,0 +1,211 @@
+//! Text on disk: which encoding a file is in (BOM'd UTF-8/UTF-16, UTF-8, GB18030), whether
+//! it is binary, and its line endings, so tools can show text exactly and (later) write it
+//! back byte for byte. Decoding is strict: a file is never shown through a lossy decode.
+
+mod paged;
+
+use encoding_rs::{Encoding, GB18030, UTF_8};
+use serde::Serialize;
+
+pub use paged::{Page, PageError, PageLine, PageRequest, read_page};
+
+/// How many leading bytes decide "binary".
+pub const SNIFF_BYTES: usize = 8192;
+
+/// A file's encoding as detected, with its byte-order mark if it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detected {
+    pub encoding: &'static Encoding,
+    pub bom_len: usize,
+}
+
+impl Detected {
+    pub const UTF8: Detected = Detected {
+        encoding: UTF_8,
+        bom_len: 0,
+    };
+    pub const GB18030: Detected = Detected {
+        encoding: GB18030,
+        bom_len: 0,
+    };
+
+    /// `utf-8`, `utf-8-bom`, `utf-16le-bom`, `utf-16be-bom`, `gb18030`.
+    pub fn name(&self) -> String {
+        let base = self.encoding.name().to_ascii_lowercase();
+        if self.bom_len > 0 {
+            format!("{base}-bom")
+        } else {
+            base
+        }
+    }
+
+    pub fn has_bom(&self) -> bool {
+        self.bom_len > 0
+    }
+}
+
+/// What the first bytes of a file say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sniff {
+    /// A byte-order mark fixes the encoding.
+    Bom(Detected),
+    /// NUL bytes without a UTF-16 BOM: binary data.
+    Binary,
+    /// No BOM, no NUL: try UTF-8, then GB18030.
+    Text,
+}
+
+pub fn sniff(prefix: &[u8]) -> Sniff {
+    if let Some((encoding, bom_len)) = Encoding::for_bom(prefix) {
+        return Sniff::Bom(Detected { encoding, bom_len });
+    }
+    let head = &prefix[..prefix.len().min(SNIFF_BYTES)];
+    if head.contains(&0) {
+        Sniff::Binary
+    } else {
+        Sniff::Text
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("the file holds binary data")]
+    Binary,
+    #[error("the file is not valid UTF-8 (first bad byte at offset {offset}) nor GB18030")]
+    Undecodable { offset: usize },
+}
+
+/// Line-ending style of a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineEndings {
+    /// No line break at all.
+    None,
+    Lf,
+    Crlf,
+    /// Both `\n` and `\r\n` occur.
+    Mixed,
+}
+
+impl LineEndings {
+    pub fn from_counts(lf: u64, crlf: u64) -> Self {
+        match (lf, crlf) {
+            (0, 0) => LineEndings::None,
+            (_, 0) => LineEndings::Lf,
+            (0, _) => LineEndings::Crlf,
+            _ => LineEndings::Mixed,
+        }
+    }
+}
+
+/// A whole buffer decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    /// The text exactly as stored (BOM removed, line endings untouched).
+    pub text: String,
+    pub detected: Detected,
+    pub line_endings: LineEndings,
+}
+
+/// Decode a whole buffer strictly: BOM first, then UTF-8, then GB18030.
+pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
+    let detected = match sniff(bytes) {
+        Sniff::Binary => return Err(DecodeError::Binary),
+        Sniff::Bom(d) => d,
+        Sniff::Text => match std::str::from_utf8(bytes) {
+            Ok(_) => Detected::UTF8,
+            Err(e) => {
+                if GB18030
+                    .decode_without_bom_handling_and_without_replacement(bytes)
+                    .is_some()
+                {
+                    Detected::GB18030
+                } else {
+                    return Err(DecodeError::Undecodable {
+                        offset: e.valid_up_to(),
+                    });
+                }
+            }
+        },
+    };
+    let body = &bytes[detected.bom_len..];
+    let text = detected
+        .encoding
+        .decode_without_bom_handling_and_without_replacement(body)
+        .ok_or_else(|| DecodeError::Undecodable {
+            offset: first_bad_offset(detected.encoding, body) + detected.bom_len,
+        })?
+        .into_owned();
+    let crlf = text.matches("\r\n").count() as u64;
+    let lf = text.matches('\n').count() as u64 - crlf;
+    Ok(Decoded {
+        line_endings: LineEndings::from_counts(lf, crlf),
+        text,
+        detected,
+    })
+}
+
+fn first_bad_offset(encoding: &'static Encoding, bytes: &[u8]) -> usize {
+    if encoding == UTF_8 {
+        return std::str::from_utf8(bytes)
+            .err()
+            .map(|e| e.valid_up_to())
+            .unwrap_or(0);
+    }
+    // UTF-16 with a BOM but an unpaired surrogate or an odd length: encoding_rs does
+    // not say where; the start of the body is the honest answer.
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_with_and_without_bom() {
+        let d = decode("héllo\n".as_bytes()).unwrap();
+        assert_eq!(d.detected.name(), "utf-8");
+        assert_eq!(d.text, "héllo\n");
+        let d = decode(b"\xEF\xBB\xBFhi\r\n").unwrap();
+        assert_eq!(d.detected.name(), "utf-8-bom");
+        assert_eq!(d.text, "hi\r\n");
+        assert_eq!(d.line_endings, LineEndings::Crlf);
+    }
+
+    #[test]
+    fn utf16_with_bom_is_text_not_binary() {
+        let mut bytes = vec![0xFF, 0xFE];
+        for u in "añ\n".encode_utf16() {
+            bytes.extend_from_slice(&u.to_le_bytes());
+        }
+        let d = decode(&bytes).unwrap();
+        assert_eq!(d.detected.name(), "utf-16le-bom");
+        assert_eq!(d.text, "añ\n");
+    }
+
+    #[test]
+    fn gb18030_is_recognized() {
+        let (bytes, _, _) = GB18030.encode("中文注释\n");
+        let d = decode(&bytes).unwrap();
+        assert_eq!(d.detected.name(), "gb18030");
+        assert_eq!(d.text, "中文注释\n");
+    }
+
+    #[test]
+    fn nul_bytes_mean_binary_and_garbage_is_undecodable() {
+        assert_eq!(decode(b"\x7fELF\0\0\x01"), Err(DecodeError::Binary));
+        assert!(matches!(
+            decode(b"ok \xff\xff\xff"),
+            Err(DecodeError::Undecodable { offset: 3 })
+        ));
+    }
+
+    #[test]
+    fn mixed_line_endings_are_reported() {
+        assert_eq!(
+            decode(b"a\r\nb\nc").unwrap().line_endings,
+            LineEndings::Mixed
+        );
+        assert_eq!(decode(b"abc").unwrap().line_endings, LineEndings::None);
+    }
+}
