@@ -230,7 +230,13 @@ mod tests {
                 "properties": {
                     "path": {"type": "string"},
                     "count": {"type": "integer"},
-                    "mode": {"type": "string", "enum": ["a", "b"]}
+                    "mode": {"type": "string", "enum": ["a", "b"]},
+                    "paths": {"type": "array", "items": {"type": "string"}},
+                    "edits": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"all": {"type": "boolean"}},
+                        "additionalProperties": false
+                    }}
                 },
                 "required": ["path"],
                 "additionalProperties": false
@@ -276,6 +282,59 @@ mod tests {
         assert!(e.ok, "{}", e.text);
         assert_eq!(e.data["count"], 3);
         assert_eq!(e.repairs.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn every_repair_kind_goes_through_dispatch_and_is_recorded() {
+        let r = registry();
+        let cases = [
+            (
+                json!({"path": "x", "paths": "[\"a\", \"b\"]"}),
+                "stringified_array",
+                json!({"paths": ["a", "b"]}),
+            ),
+            (
+                json!({"path": "x", "paths": "a"}),
+                "bare_string_to_array",
+                json!({"paths": ["a"]}),
+            ),
+            (
+                json!({"path": "x", "edits": ["{\"all\": true}"]}),
+                "stringified_object",
+                json!({"edits": [{"all": true}]}),
+            ),
+            (
+                json!({"path": "x", "count": null}),
+                "null_optional_omitted",
+                json!({}),
+            ),
+            (
+                json!({"path": "x", "count": "42"}),
+                "semantic_boolean_string",
+                json!({"count": 42}),
+            ),
+            (
+                json!({"path": "[a.md](http://a.md)"}),
+                "markdown_autolink_path",
+                json!({"path": "a.md"}),
+            ),
+            (
+                json!("{\"path\": \"x\"}"),
+                "stringified_arguments",
+                json!({}),
+            ),
+        ];
+        for (input, kind, expect) in cases {
+            let e = r
+                .dispatch("echo", input.clone(), CallContext::default())
+                .await;
+            assert!(e.ok, "{input}: {}", e.text);
+            assert_eq!(e.repairs.len(), 1, "{input}");
+            assert_eq!(serde_json::to_value(e.repairs[0].kind).unwrap(), kind);
+            for (k, v) in expect.as_object().unwrap() {
+                assert_eq!(&e.data[k], v, "{input}");
+            }
+        }
     }
 
     #[tokio::test]

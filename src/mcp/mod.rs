@@ -8,9 +8,9 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -130,6 +130,55 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let result = self.call(&request.name, args, &context).await;
+        Ok(CallToolResponse::Complete(result))
+    }
+
+    /// rmcp hands over a `tools/call` whose params do not deserialize (arguments sent as
+    /// a JSON string, a number …) as a custom request. Answer it like any call, so the
+    /// registry can repair or explain it instead of the client seeing "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method != "tools/call" {
+            return Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            ));
+        }
+        let params = request.params.unwrap_or(Value::Null);
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(McpError::invalid_params(
+                "tools/call needs a string `name` naming the tool",
+                None,
+            ));
+        };
+        let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+        let result = self.call(name, args, &context).await;
+        let mut value = serde_json::to_value(&result)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        if !modern && let Value::Object(map) = &mut value {
+            // Older protocol versions have no `resultType`.
+            map.remove("resultType");
+        }
+        Ok(CustomResult::new(value))
+    }
+}
+
+impl Server {
+    async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let progress = match context.meta.get_progress_token() {
             Some(token) => {
                 let peer = context.peer.clone();
@@ -149,12 +198,11 @@ impl ServerHandler for Server {
             cancel: context.ct.clone(),
             progress,
         };
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let envelope = self.registry.dispatch(&request.name, args, ctx).await;
+        let envelope = self.registry.dispatch(name, args, ctx).await;
         let mut result = CallToolResult::default();
         result.content = vec![ContentBlock::text(envelope.text.clone())];
         result.is_error = Some(!envelope.ok);
         result.structured_content = serde_json::to_value(&envelope).ok();
-        Ok(CallToolResponse::Complete(result))
+        result
     }
 }

@@ -382,7 +382,8 @@ impl Grep {
         }
         let mut searcher_builder = SearcherBuilder::new();
         searcher_builder
-            .line_number(true)
+            // Line numbers cost a newline count per block; only content shows them.
+            .line_number(a.output_mode == OutputMode::Content)
             .multi_line(a.multiline)
             .binary_detection(BinaryDetection::quit(b'\0'));
         if a.output_mode == OutputMode::Content {

@@ -57,8 +57,8 @@ impl SkillIndex {
             find_skill_files(dir, 0, &mut files);
             files.sort();
             for file in files {
-                match parse_skill_file(&file) {
-                    Ok((skill, _)) => {
+                match read_skill_header(&file) {
+                    Ok(skill) => {
                         if index.skills.iter().any(|s| s.name == skill.name) {
                             index.problems.push(format!(
                                 "{}: a skill named `{}` was already found; this one is ignored",
@@ -106,31 +106,64 @@ fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Parse a `SKILL.md`: its skill and its body (the instructions after the front matter).
-fn parse_skill_file(file: &Path) -> Result<(Skill, String), String> {
-    let meta = std::fs::metadata(file).map_err(|e| e.to_string())?;
-    if meta.len() > MAX_SKILL_BYTES {
-        return Err(format!(
-            "{} bytes is over the {MAX_SKILL_BYTES}-byte limit for a SKILL.md",
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(file).map_err(|e| e.to_string())?;
-    let text = decode(&bytes).map_err(|e| e.to_string())?.text;
+/// Front matter is looked for in this many leading bytes; the body may be longer.
+const FRONT_MATTER_BYTES: u64 = 64 * 1024;
+
+/// Read a `SKILL.md`'s front matter (from its first bytes only) into a [`Skill`].
+fn read_skill_header(file: &Path) -> Result<Skill, String> {
+    use std::io::Read;
+    let mut prefix = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(FRONT_MATTER_BYTES).read_to_end(&mut prefix))
+        .map_err(|e| e.to_string())?;
+    let prefix = prefix.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&prefix);
+    // Decode only up to the closing `---`: the prefix may end inside a character.
+    let end = find_closing(prefix).ok_or(
+        "no complete YAML front matter: the file must start with a `---` line and close it with another",
+    )?;
+    let head = decode(&prefix[..end]).map_err(|e| e.to_string())?.text;
+    let (yaml, _) = split_front_matter(&head)?;
+    skill_from_front_matter(yaml, file)
+}
+
+/// Byte offset just past the closing `---` line of the front matter, if any.
+fn find_closing(bytes: &[u8]) -> Option<usize> {
+    let rest = bytes
+        .strip_prefix(b"---\n")
+        .or_else(|| bytes.strip_prefix(b"---\r\n"))?;
+    let opening = bytes.len() - rest.len();
+    let at = rest.windows(4).position(|w| w == b"\n---")?;
+    let after = opening + at + 4;
+    let line_end = bytes[after..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|i| after + i + 1)
+        .unwrap_or(bytes.len());
+    Some(line_end)
+}
+
+/// `(yaml, body)` of a SKILL.md's text.
+fn split_front_matter(text: &str) -> Result<(String, String), String> {
     let text = text.replace("\r\n", "\n");
     let rest = text
         .strip_prefix("---\n")
         .ok_or("no YAML front matter: the file must start with a `---` line")?;
-    let (yaml, body) = match rest.find("\n---") {
+    match rest.find("\n---") {
         Some(end) => {
             let after = &rest[end + 4..];
             let body = after.split_once('\n').map(|(_, b)| b).unwrap_or("");
-            (&rest[..end], body)
+            Ok((
+                rest[..end].to_string(),
+                body.trim_start_matches('\n').to_string(),
+            ))
         }
-        None => return Err("the front matter has no closing `---` line".into()),
-    };
+        None => Err("the front matter has no closing `---` line".into()),
+    }
+}
+
+fn skill_from_front_matter(yaml: String, file: &Path) -> Result<Skill, String> {
     let front: FrontMatter =
-        yaml_serde::from_str(yaml).map_err(|e| format!("front matter is not valid YAML: {e}"))?;
+        yaml_serde::from_str(&yaml).map_err(|e| format!("front matter is not valid YAML: {e}"))?;
     let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
     let name = front
         .name
@@ -143,14 +176,19 @@ fn parse_skill_file(file: &Path) -> Result<(Skill, String), String> {
         .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|d| !d.is_empty())
         .ok_or("the front matter has no `description`")?;
-    Ok((
-        Skill {
-            name,
-            description,
-            dir,
-        },
-        body.trim_start_matches('\n').to_string(),
-    ))
+    Ok(Skill {
+        name,
+        description,
+        dir,
+    })
+}
+
+/// Read a whole `SKILL.md` (already checked to be within the size limit).
+fn read_skill(file: &Path) -> Result<(Skill, String), String> {
+    let bytes = std::fs::read(file).map_err(|e| e.to_string())?;
+    let text = decode(&bytes).map_err(|e| e.to_string())?.text;
+    let (yaml, body) = split_front_matter(&text)?;
+    Ok((skill_from_front_matter(yaml, file)?, body))
 }
 
 pub(crate) struct LoadSkill {
@@ -284,7 +322,7 @@ impl LoadSkill {
                 ),
             ));
         }
-        let (fresh, body) = parse_skill_file(&file).map_err(|problem| {
+        let (fresh, body) = read_skill(&file).map_err(|problem| {
             ToolError::new(
                 Code::Undecodable,
                 format!("{} can no longer be read: {problem}", file.display()),

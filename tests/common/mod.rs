@@ -1,0 +1,135 @@
+//! Shared fixture for the integration tests: a real temporary workspace (a git
+//! repository, so .gitignore applies as in real use), a directory outside it, a private
+//! HOME, and a way to run the real `whalebox` binary against them.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub struct Fixture {
+    _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub ws: PathBuf,
+    pub outside: PathBuf,
+    pub home: PathBuf,
+    pub profile: Option<PathBuf>,
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_whalebox")
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical tempdir");
+        let ws = root.join("ws");
+        let outside = root.join("outside");
+        let home = root.join("home");
+        for d in [&ws, &outside, &home] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        let status = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&ws)
+            .status()
+            .expect("git must be installed for the tests");
+        assert!(status.success(), "git init failed");
+        Fixture {
+            _tmp: tmp,
+            root,
+            ws,
+            outside,
+            home,
+            profile: None,
+        }
+    }
+
+    /// Write `content` to `rel` inside the workspace, creating parents.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.ws.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir parents");
+        }
+        std::fs::write(&path, content).expect("write fixture file");
+        path
+    }
+
+    /// Use a profile with `body` (written next to the workspace).
+    pub fn with_profile(mut self, body: &str) -> Fixture {
+        let path = self.root.join("profile.toml");
+        std::fs::write(&path, body).expect("write profile");
+        self.profile = Some(path);
+        self
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.args(args)
+            .current_dir(&self.ws)
+            .env("HOME", &self.home)
+            .env_remove("RUST_LOG");
+        cmd
+    }
+
+    /// `whalebox call TOOL --args JSON` in the workspace; the exit code and envelope.
+    pub fn call(&self, tool: &str, args: &str) -> (i32, Value) {
+        let mut argv = vec!["call", tool, "--args", args];
+        let ws = self.ws.to_str().expect("utf-8 path").to_string();
+        let profile;
+        if let Some(p) = &self.profile {
+            profile = p.to_str().expect("utf-8 path").to_string();
+            argv.extend(["--profile", &profile]);
+        }
+        argv.extend(["--workspace", &ws]);
+        let out = self.command(&argv).output().expect("run whalebox");
+        (code(&out), envelope(&out))
+    }
+
+    /// Same as [`call`], asserting success; returns the envelope.
+    pub fn ok(&self, tool: &str, args: &str) -> Value {
+        let (code, env) = self.call(tool, args);
+        assert_eq!(code, 0, "expected success, got {env:#}");
+        assert_eq!(env["ok"], true);
+        env
+    }
+
+    /// Same as [`call`], asserting the error code; returns the envelope.
+    pub fn err(&self, tool: &str, args: &str, expected: &str) -> Value {
+        let (code, env) = self.call(tool, args);
+        assert_eq!(env["code"], expected, "wrong code: {env:#}");
+        assert_eq!(env["ok"], false);
+        assert_eq!(code, 1, "tool errors exit 1: {env:#}");
+        let text = env["text"].as_str().expect("text");
+        assert!(
+            text.contains("\nNext step: "),
+            "every error names a next step: {text}"
+        );
+        env
+    }
+}
+
+pub fn code(out: &Output) -> i32 {
+    out.status.code().expect("exit code")
+}
+
+pub fn envelope(out: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON envelope ({e}):\nstdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+pub fn text(env: &Value) -> &str {
+    env["text"].as_str().expect("text field")
+}
+
+pub fn json_path(p: &Path) -> String {
+    serde_json::to_string(p.to_str().expect("utf-8 path")).expect("json string")
+}
