@@ -108,12 +108,17 @@ struct Lines<'r> {
 }
 
 impl Lines<'_> {
+    /// First line number after the window (saturating: `limit` may be any u64).
+    fn window_end(&self) -> u64 {
+        self.req.first_line.saturating_add(self.req.max_lines)
+    }
+
     fn in_window(&self) -> bool {
-        self.number >= self.req.first_line && self.number < self.req.first_line + self.req.max_lines
+        self.number >= self.req.first_line && self.number < self.window_end()
     }
 
     fn window_done(&self) -> bool {
-        self.number >= self.req.first_line + self.req.max_lines
+        self.number >= self.window_end()
     }
 
     fn feed(&mut self, segment: &str) {
@@ -241,7 +246,8 @@ fn scan<F: Read>(
             break;
         }
         if lines.window_done() {
-            let limit = *stop_counting_at.get_or_insert(offset + req.count_budget_bytes);
+            let limit =
+                *stop_counting_at.get_or_insert(offset.saturating_add(req.count_budget_bytes));
             if offset >= limit {
                 complete = false;
                 break;
@@ -339,6 +345,15 @@ mod tests {
         let p = page(text.as_bytes(), &r);
         assert_eq!(p.lines.len(), 5);
         assert_eq!(p.total_lines, None);
+    }
+
+    #[test]
+    fn extreme_offsets_and_limits_do_not_overflow() {
+        let p = page(b"a\nb\n", &req(u64::MAX, u64::MAX));
+        assert!(p.lines.is_empty());
+        assert_eq!(p.total_lines, Some(2));
+        let p = page(b"a\nb\n", &req(2, u64::MAX));
+        assert_eq!(p.lines.len(), 1);
     }
 
     #[test]
