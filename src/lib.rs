@@ -6,15 +6,18 @@
 //! ```text
 //! transport (mcp/, or `whalebox call`)
 //!   └─ core::Registry::dispatch: find tool → repair → validate → run → envelope
-//!        └─ tools::<group>: guard::paths, text:: decoding, ripgrep's engine …
+//!        └─ tools::<group>: guard::paths, text:: decoding, edit:: matching,
+//!           mutation:: atomic commits, ripgrep's engine …
 //! ```
 //!
-//! Dependencies point one way: `tools → core, guard, text, profile`; `core` knows no
+//! Dependencies point one way: `tools → core, guard, text, edit, mutation, profile`; `core` knows no
 //! concrete tool; only `mcp` and `main` know about transports and terminals.
 
 pub mod core;
+pub mod edit;
 pub mod guard;
 pub mod mcp;
+pub mod mutation;
 pub mod profile;
 pub mod text;
 pub mod tools;

@@ -33,6 +33,14 @@ pub enum Code {
     TooLarge,
     /// The client cancelled the call before it finished.
     Cancelled,
+    /// edit/multi_edit: the search text is not in the file (the text says where it diverges).
+    SearchNotFound,
+    /// edit/multi_edit: the search text is in the file more than once.
+    SearchNotUnique,
+    /// The file changed on disk between reading it and writing it; nothing was written.
+    WriteConflict,
+    /// write: the file was not read in this session, or changed since; nothing was written.
+    StaleFile,
     /// A bug or an unexpected I/O failure inside whalebox.
     Internal,
 }
@@ -50,6 +58,10 @@ impl Code {
         Code::Undecodable,
         Code::TooLarge,
         Code::Cancelled,
+        Code::SearchNotFound,
+        Code::SearchNotUnique,
+        Code::WriteConflict,
+        Code::StaleFile,
         Code::Internal,
     ];
 
@@ -65,6 +77,10 @@ impl Code {
             Code::Undecodable => "undecodable",
             Code::TooLarge => "too_large",
             Code::Cancelled => "cancelled",
+            Code::SearchNotFound => "search_not_found",
+            Code::SearchNotUnique => "search_not_unique",
+            Code::WriteConflict => "write_conflict",
+            Code::StaleFile => "stale_file",
             Code::Internal => "internal",
         }
     }

@@ -160,8 +160,12 @@ impl Registry {
                 );
             }
         };
+        let mut tool_repairs = Vec::new();
         let mut envelope = match result {
-            Ok(Ok(out)) => Envelope::success(out.text, out.data, Vec::new()),
+            Ok(Ok(out)) => {
+                tool_repairs = out.repairs;
+                Envelope::success(out.text, out.data, Vec::new())
+            }
             Ok(Err(err)) => Envelope::error(err.code, &err.message, &err.next_step, err.data),
             Err(join) if join.is_panic() => Envelope::error(
                 Code::Internal,
@@ -176,6 +180,7 @@ impl Registry {
                 Value::Null,
             ),
         };
+        repairs.extend(tool_repairs);
         envelope.repairs = repairs;
         envelope
     }

@@ -28,6 +28,14 @@ pub enum RepairKind {
     /// A chat UI turned a path into a markdown autolink:
     /// `"[README.md](http://README.md)"` → `"README.md"`.
     MarkdownAutolinkPath,
+    /// edit: the search matched after relaxing whitespace at line ends.
+    WhitespaceNormalized,
+    /// edit: the replacement was re-indented to the matched block's indentation.
+    IndentationRealigned,
+    /// edit: literal `\n`, `\t`, `\"` … in search and replace were unescaped.
+    JsonEscapeUnwrapped,
+    /// edit: curly quotes, unicode dashes and odd spaces were folded to ASCII to match.
+    UnicodeNormalized,
 }
 
 /// One repair: what was done and where (a JSON pointer into the arguments).
@@ -39,7 +47,7 @@ pub struct Repair {
 }
 
 impl Repair {
-    fn new(kind: RepairKind, field: &str, detail: impl Into<String>) -> Self {
+    pub fn new(kind: RepairKind, field: &str, detail: impl Into<String>) -> Self {
         Repair {
             kind,
             field: if field.is_empty() {

@@ -10,15 +10,18 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::envelope::Code;
+use super::repair::Repair;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub type ToolResult = Result<ToolOutput, ToolError>;
 
-/// A successful result: `text` for the model, `data` for programs.
+/// A successful result: `text` for the model, `data` for programs, and the repairs the
+/// tool itself made (fuzzy edit levels), which join the registry's in the envelope.
 #[derive(Debug, Clone)]
 pub struct ToolOutput {
     pub text: String,
     pub data: Value,
+    pub repairs: Vec<Repair>,
 }
 
 impl ToolOutput {
@@ -26,7 +29,13 @@ impl ToolOutput {
         ToolOutput {
             text: text.into(),
             data,
+            repairs: Vec::new(),
         }
+    }
+
+    pub fn with_repairs(mut self, repairs: Vec<Repair>) -> Self {
+        self.repairs = repairs;
+        self
     }
 }
 

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
 
 /// Tool groups enabled when a profile does not say.
-const DEFAULT_GROUPS: &[&str] = &["files", "search"];
+const DEFAULT_GROUPS: &[&str] = &["files", "search", "edit"];
 /// Skill directories used when a profile does not say (relative ones: in the workspace).
 const DEFAULT_SKILL_DIRS: &[&str] = &[".agents/skills", "~/.agents/skills"];
 const MIN_MAX_CHARS: usize = 200;
@@ -50,6 +50,8 @@ struct ProfileFile {
     skills: SkillsFile,
     #[serde(default)]
     output: OutputSection,
+    #[serde(default)]
+    edit: EditSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,6 +74,27 @@ impl Default for OutputSection {
     }
 }
 
+/// `[edit]`: how the edit group guards files.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct EditSection {
+    /// `write` over an existing file needs the file to have been read (or written) in
+    /// this session, unchanged since. Off: overwrite whatever is there (the CLI, where
+    /// every call is its own session, may want this).
+    pub write_requires_read: bool,
+    /// Largest file edit/multi_edit/write will load or produce.
+    pub max_file_bytes: u64,
+}
+
+impl Default for EditSection {
+    fn default() -> Self {
+        EditSection {
+            write_requires_read: true,
+            max_file_bytes: 1024 * 1024 * 1024,
+        }
+    }
+}
+
 /// `[skills]`: where `SKILL.md` skills are discovered (resolved, possibly missing).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SkillsSection {
@@ -89,6 +112,7 @@ pub struct Profile {
     pub policy: Option<PathBuf>,
     pub skills: SkillsSection,
     pub output: OutputSection,
+    pub edit: EditSection,
     /// Things that are not errors but deserve a look (a missing read root …).
     pub warnings: Vec<String>,
 }
@@ -218,6 +242,7 @@ impl Profile {
             policy,
             skills: SkillsSection { dirs: skill_dirs },
             output: raw.output,
+            edit: raw.edit,
             warnings,
         })
     }

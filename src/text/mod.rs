@@ -1,12 +1,16 @@
 //! Text on disk: which encoding a file is in (BOM'd UTF-8/UTF-16, UTF-8, GB18030), whether
 //! it is binary, and its line endings, so tools can show text exactly and (later) write it
-//! back byte for byte. Decoding is strict: a file is never shown through a lossy decode.
+//! back byte for byte ([`Document`]). Decoding is strict: a file is never shown or written
+//! through a lossy decode.
 
+pub mod diff;
+mod document;
 mod paged;
 
 use encoding_rs::{Encoding, GB18030, UTF_8};
 use serde::Serialize;
 
+pub use document::{Document, Ending, Style, normalize_input};
 pub use paged::{Page, PageError, PageLine, PageRequest, read_page};
 
 /// How many leading bytes decide "binary".

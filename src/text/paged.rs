@@ -6,6 +6,7 @@
 use std::io::{self, Read, Seek, SeekFrom};
 
 use encoding_rs::DecoderResult;
+use sha2::{Digest, Sha256};
 
 use super::{DecodeError, Detected, LineEndings, SNIFF_BYTES, Sniff, sniff};
 
@@ -43,6 +44,8 @@ pub struct Page {
     pub line_endings: LineEndings,
     /// Bytes decoded (the whole file unless counting stopped early).
     pub scanned_bytes: u64,
+    /// sha256 of the whole file, when the whole file was read.
+    pub sha256: Option<[u8; 32]>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +70,9 @@ pub fn read_page<F: Read + Seek>(file: &mut F, req: &PageRequest) -> Result<Page
     let mut first_error = None;
     for detected in candidates {
         file.seek(SeekFrom::Start(detected.bom_len as u64))?;
-        match scan(file, detected, req)? {
+        let mut hasher = Sha256::new();
+        hasher.update(&head[..detected.bom_len.min(head.len())]);
+        match scan(file, detected, req, hasher)? {
             Ok(page) => return Ok(page),
             Err(offset) => {
                 first_error.get_or_insert(offset + detected.bom_len as u64);
@@ -196,6 +201,7 @@ fn scan<F: Read>(
     file: &mut F,
     detected: Detected,
     req: &PageRequest,
+    mut hasher: Sha256,
 ) -> io::Result<Result<Page, u64>> {
     let mut decoder = detected.encoding.new_decoder_without_bom_handling();
     let mut input = vec![0u8; CHUNK];
@@ -217,6 +223,7 @@ fn scan<F: Read>(
     let mut complete = true;
     loop {
         let n = read_full(file, &mut input)?;
+        hasher.update(&input[..n]);
         let last = n < input.len();
         let mut consumed = 0;
         loop {
@@ -264,6 +271,7 @@ fn scan<F: Read>(
         lines: lines.out,
         total_lines,
         scanned_bytes: offset + detected.bom_len as u64,
+        sha256: complete.then(|| hasher.finalize().into()),
     }))
 }
 
@@ -354,6 +362,21 @@ mod tests {
         assert_eq!(p.total_lines, Some(2));
         let p = page(b"a\nb\n", &req(2, u64::MAX));
         assert_eq!(p.lines.len(), 1);
+    }
+
+    #[test]
+    fn the_hash_covers_every_byte_including_the_bom() {
+        let bytes = b"\xEF\xBB\xBFa\r\nb\n";
+        let p = page(bytes, &req(1, 1));
+        assert_eq!(p.sha256, Some(Sha256::digest(bytes).into()));
+        let mut r = req(1, 1);
+        r.count_budget_bytes = 0;
+        let big = "x\n".repeat(100_000);
+        assert_eq!(
+            page(big.as_bytes(), &r).sha256,
+            None,
+            "not read whole: no hash"
+        );
     }
 
     #[test]

@@ -139,6 +139,10 @@ impl ReadFile {
             .with_data(json!({"path": shown, "offset": offset, "size_bytes": size})),
             PageError::Io(e) => io_error(env, &allowed, e),
         })?;
+        if let Some(sha) = page.sha256 {
+            // What the model has now seen: a later write over it is not stale.
+            env.ledger.record(&allowed.abs, sha);
+        }
         self.render(&shown, size, first, &page)
     }
 

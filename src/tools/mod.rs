@@ -1,10 +1,12 @@
 //! The tool catalog: which groups exist, which tools each group registers, and the
 //! shared [`Env`] (profile, path guard, skills) the tools of one session work in.
 //!
-//! Groups: `files` (read_file, list_dir, load_skill) and `search` (grep, search_files).
+//! Groups: `files` (read_file, list_dir, load_skill), `search` (grep, search_files) and
+//! `edit` (edit, multi_edit, write).
 //! Each group lives in its own module; adding one is a module plus a row in [`GROUPS`].
 
 mod common;
+mod edit;
 mod files;
 mod search;
 mod skills;
@@ -14,6 +16,7 @@ use std::sync::Arc;
 
 use crate::core::{Registry, RegistryError};
 use crate::guard::PathGuard;
+use crate::mutation::{Ledger, Stripes};
 use crate::profile::Profile;
 
 pub use skills::{Skill, SkillIndex};
@@ -24,6 +27,10 @@ pub struct Env {
     pub profile: Profile,
     pub guard: PathGuard,
     pub skills: SkillIndex,
+    /// What this session last read or wrote of each file.
+    pub ledger: Ledger,
+    /// Serializes read-modify-write calls on the same file.
+    pub stripes: Stripes,
 }
 
 impl Env {
@@ -42,6 +49,8 @@ impl Env {
             profile,
             guard,
             skills,
+            ledger: Ledger::default(),
+            stripes: Stripes::default(),
         })
     }
 }
@@ -64,6 +73,11 @@ pub const GROUPS: &[Group] = &[
         name: "search",
         summary: "grep, search_files",
         register: search::register,
+    },
+    Group {
+        name: "edit",
+        summary: "edit, multi_edit, write",
+        register: edit::register,
     },
 ];
 

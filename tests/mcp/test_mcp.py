@@ -10,7 +10,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 MODES = ["legacy", "2026-07-28"]
-TOOLS = {"read_file", "list_dir", "load_skill", "grep", "search_files"}
+READ_TOOLS = {"read_file", "list_dir", "load_skill", "grep", "search_files"}
+EDIT_TOOLS = {"edit", "multi_edit", "write"}
+TOOLS = READ_TOOLS | EDIT_TOOLS
 
 
 def client(binary: str, workspace: pathlib.Path, mode: str) -> Client:
@@ -45,8 +47,9 @@ async def test_lists_tools_with_schemas_and_annotations(whalebox_bin, workspace,
             assert tool.input_schema["additionalProperties"] is False
             assert tool.description
             assert tool.title
-            assert tool.annotations.read_only_hint is True
-            assert tool.annotations.destructive_hint is False
+            writes = tool.name in EDIT_TOOLS
+            assert tool.annotations.read_only_hint is (not writes)
+            assert tool.annotations.destructive_hint is writes
             assert tool.annotations.open_world_hint is False
             assert tool.output_schema["required"] == ["ok", "code", "text", "data", "repairs"]
         assert tools["read_file"].input_schema["required"] == ["file_path"]

@@ -1,0 +1,436 @@
+//! The edit engine: find the text a model meant by `search` in an LF-normalized file and
+//! replace it, exactly once, even when the model wrote it from memory a little wrong.
+//!
+//! Levels, in order; the first that finds anything decides:
+//! 1. exact: non-overlapping occurrences; several need `replace_all`;
+//! 2. whitespace-relaxed whole lines (trailing blanks, then both ends), with the
+//!    replacement re-indented when the whole block was off by one prefix;
+//! 3. escape-unwrapped: literal `\n`, `\t`, `\"` … in search and replace are unescaped
+//!    and levels 1–2 retried;
+//! 4. unicode-normalized: curly quotes, dashes and odd spaces folded to ASCII;
+//! 5. nothing: a divergence diagnosis naming the closest region.
+//!
+//! Fuzzy levels act only on a unique match, and replace the file's own bytes: lines of
+//! the replacement that equal the corresponding search lines are kept exactly as the
+//! file has them, so only the lines the model changed are touched.
+
+mod diagnose;
+mod fold;
+mod relaxed;
+
+use serde::Serialize;
+
+/// How the search text was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Exact,
+    WhitespaceRelaxed,
+    EscapeUnwrapped,
+    UnicodeNormalized,
+}
+
+impl Level {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Level::Exact => "exact match",
+            Level::WhitespaceRelaxed => "whitespace-relaxed match",
+            Level::EscapeUnwrapped => "match after unescaping \\n, \\t, \\\" …",
+            Level::UnicodeNormalized => "match after folding quotes, dashes and spaces",
+        }
+    }
+}
+
+/// What a fuzzy level did, reported as repairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tag {
+    WhitespaceNormalized,
+    IndentationRealigned,
+    JsonEscapeUnwrapped,
+    UnicodeNormalized,
+}
+
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub text: String,
+    pub replacements: usize,
+    pub level: Level,
+    pub tags: Vec<Tag>,
+    /// 1-based line where the (first) replacement starts.
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The request itself makes no sense (empty search, search == replace …).
+    Invalid { message: String, next_step: String },
+    /// Found nowhere; `message` is the diagnosis, `line`/`span` the region to reread.
+    NotFound {
+        message: String,
+        line: Option<usize>,
+        span: usize,
+        long_search: bool,
+    },
+    /// Found more than once where a unique match is needed.
+    NotUnique { level: Level, lines: Vec<usize> },
+}
+
+/// Searches longer than this get "split it" advice when they are not found.
+const LONG_SEARCH_LINES: usize = 40;
+/// Candidate lines reported for an ambiguous match.
+pub(crate) const MAX_REPORTED: usize = 20;
+
+/// Apply one edit to `text`. `search` and `replace` must already be LF-normalized.
+pub fn apply(
+    text: &str,
+    search: &str,
+    replace: &str,
+    replace_all: bool,
+) -> Result<Applied, Failure> {
+    if search.is_empty() {
+        return Err(Failure::Invalid {
+            message: "`search` is empty".into(),
+            next_step: "put the exact text to replace in `search`; to create or overwrite a whole file use write".into(),
+        });
+    }
+    if search == replace {
+        return Err(Failure::Invalid {
+            message: "`search` and `replace` are identical: nothing would change".into(),
+            next_step: "put the new text in `replace`".into(),
+        });
+    }
+    if let Some(applied) = exact(text, search, replace, replace_all, Level::Exact)? {
+        return Ok(applied);
+    }
+    if let Some(applied) = relaxed::apply(
+        text,
+        text,
+        search,
+        search,
+        replace,
+        Level::WhitespaceRelaxed,
+    )? {
+        return Ok(applied);
+    }
+    if let Some((search_u, replace_u)) = unescape_pair(search, replace) {
+        let found = match exact(
+            text,
+            &search_u,
+            &replace_u,
+            replace_all,
+            Level::EscapeUnwrapped,
+        )? {
+            Some(a) => Some(a),
+            None => relaxed::apply(
+                text,
+                text,
+                &search_u,
+                &search_u,
+                &replace_u,
+                Level::EscapeUnwrapped,
+            )?,
+        };
+        if let Some(mut applied) = found {
+            applied.tags.insert(0, Tag::JsonEscapeUnwrapped);
+            return Ok(applied);
+        }
+    }
+    if let Some(applied) = fold::apply(text, search, replace)? {
+        return Ok(applied);
+    }
+    let d = diagnose::diagnose(text, search);
+    Err(Failure::NotFound {
+        message: d.message,
+        line: d.line,
+        span: d.span,
+        long_search: search.lines().count() > LONG_SEARCH_LINES,
+    })
+}
+
+/// Level 1 (and 3's first try): plain substring occurrences.
+fn exact(
+    text: &str,
+    search: &str,
+    replace: &str,
+    replace_all: bool,
+    level: Level,
+) -> Result<Option<Applied>, Failure> {
+    let mut positions = text.match_indices(search).map(|(i, _)| i);
+    let Some(first) = positions.next() else {
+        return Ok(None);
+    };
+    let second = positions.next();
+    let line = line_of(text, first);
+    match second {
+        None => {
+            let mut out = String::with_capacity(text.len() + replace.len());
+            out.push_str(&text[..first]);
+            out.push_str(replace);
+            out.push_str(&text[first + search.len()..]);
+            Ok(Some(Applied {
+                text: out,
+                replacements: 1,
+                level,
+                tags: Vec::new(),
+                line,
+            }))
+        }
+        Some(_) if replace_all => {
+            let count = text.matches(search).count();
+            Ok(Some(Applied {
+                text: text.replace(search, replace),
+                replacements: count,
+                level,
+                tags: Vec::new(),
+                line,
+            }))
+        }
+        Some(_) => {
+            let lines = lines_of(text, text.match_indices(search).map(|(i, _)| i));
+            Err(Failure::NotUnique { level, lines })
+        }
+    }
+}
+
+/// 1-based line number of byte `offset`.
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// 1-based line numbers of ascending byte offsets (at most [`MAX_REPORTED`]).
+pub(crate) fn lines_of(text: &str, offsets: impl Iterator<Item = usize>) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut line = 1;
+    let mut pos = 0;
+    let mut out = Vec::new();
+    for offset in offsets.take(MAX_REPORTED) {
+        line += bytes[pos..offset].iter().filter(|&&b| b == b'\n').count();
+        pos = offset;
+        out.push(line);
+    }
+    out
+}
+
+/// Unescape search and replace when search holds literal escapes (`\n`, `\t`, `\r`,
+/// `\"`, `\\`), as models produce when they double-encode JSON. `None` when there is
+/// nothing to unescape.
+fn unescape_pair(search: &str, replace: &str) -> Option<(String, String)> {
+    let search_u = unescape(search);
+    (search_u != search).then(|| (search_u, unescape(replace)))
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('"') => out.push('"'),
+            Some('\\') => out.push('\\'),
+            _ => {
+                out.push('\\');
+                continue;
+            }
+        }
+        chars.next();
+    }
+    // A literal `\r\n` that became CRLF is still a line break.
+    out.replace("\r\n", "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str, search: &str, replace: &str) -> Applied {
+        apply(text, search, replace, false).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    #[test]
+    fn exact_unique_replaces_once() {
+        let a = ok("a\nfoo(1)\nb\n", "foo(1)", "foo(2)");
+        assert_eq!(a.text, "a\nfoo(2)\nb\n");
+        assert_eq!((a.level, a.replacements, a.line), (Level::Exact, 1, 2));
+    }
+
+    #[test]
+    fn exact_several_needs_replace_all_and_names_every_line() {
+        let text = "x = 1\ny\nx = 1\nz\nx = 1\n";
+        assert_eq!(
+            apply(text, "x = 1", "x = 2", false).unwrap_err(),
+            Failure::NotUnique {
+                level: Level::Exact,
+                lines: vec![1, 3, 5]
+            }
+        );
+        let a = apply(text, "x = 1", "x = 2", true).unwrap();
+        assert_eq!(a.replacements, 3);
+        assert_eq!(a.text, "x = 2\ny\nx = 2\nz\nx = 2\n");
+    }
+
+    #[test]
+    fn trailing_blanks_in_the_file_do_not_block_a_match() {
+        let text = "fn a() {   \n    one();\t\n}\n";
+        let a = ok(text, "fn a() {\n    one();\n}", "fn a() {\n    two();\n}");
+        assert_eq!(a.level, Level::WhitespaceRelaxed);
+        // The unchanged first and last lines keep their own bytes (trailing blanks).
+        assert_eq!(a.text, "fn a() {   \n    two();\n}\n");
+        assert_eq!(a.tags, vec![Tag::WhitespaceNormalized]);
+    }
+
+    #[test]
+    fn a_search_without_indentation_is_realigned() {
+        let text = "impl X {\n    fn a() {\n        one();\n    }\n}\n";
+        let a = ok(
+            text,
+            "fn a() {\n    one();\n}",
+            "fn a() {\n    one();\n    two();\n}",
+        );
+        assert_eq!(
+            a.text,
+            "impl X {\n    fn a() {\n        one();\n        two();\n    }\n}\n"
+        );
+        assert_eq!(
+            a.tags,
+            vec![Tag::WhitespaceNormalized, Tag::IndentationRealigned]
+        );
+    }
+
+    #[test]
+    fn a_search_begun_at_the_first_non_blank_keeps_the_first_lines_indentation() {
+        let text = "fn main() {\n    println!(\"hi\");   \n}\n";
+        let a = ok(text, "println!(\"hi\");\n}", "println!(\"hello\");\n}");
+        assert_eq!(a.text, "fn main() {\n    println!(\"hello\");\n}\n");
+        assert!(a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
+    fn inconsistent_indentation_is_not_guessed() {
+        let text = "a\n  b\n    c\n";
+        let found = ok(text, "  a\nb\n    c", "  a\nB\n    c");
+        assert_eq!(found.text, "a\nB\n    c\n");
+        assert!(!found.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
+    fn an_over_indented_search_is_realigned_the_other_way() {
+        let text = "def f():\n    return 1\n";
+        let a = ok(
+            text,
+            "        def f():\n            return 1",
+            "        def f():\n            return 2",
+        );
+        assert_eq!(a.text, "def f():\n    return 2\n");
+        assert!(a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
+    fn relaxed_ambiguity_is_an_error_naming_candidates() {
+        let text = "  a\n  b\nx\n  a\n  b\n";
+        assert_eq!(
+            apply(text, "a\nb", "c", false).unwrap_err(),
+            Failure::NotUnique {
+                level: Level::WhitespaceRelaxed,
+                lines: vec![1, 4]
+            }
+        );
+    }
+
+    #[test]
+    fn literal_escapes_are_unwrapped() {
+        let text = "line one\n\tline two\n";
+        let a = ok(text, "line one\\n\\tline two", "line one\\n\\tline 2");
+        assert_eq!(a.text, "line one\n\tline 2\n");
+        assert_eq!(a.level, Level::EscapeUnwrapped);
+        assert_eq!(a.tags, vec![Tag::JsonEscapeUnwrapped]);
+    }
+
+    #[test]
+    fn escapes_in_code_are_matched_exactly_first() {
+        let text = "printf(\"a\\n\");\n";
+        let a = ok(text, "printf(\"a\\n\");", "printf(\"b\\n\");");
+        assert_eq!(a.level, Level::Exact);
+        assert_eq!(a.text, "printf(\"b\\n\");\n");
+    }
+
+    #[test]
+    fn curly_quotes_dashes_and_nbsp_are_folded_and_untouched_lines_keep_them() {
+        let text = "// it’s “quoted” — ok\nlet\u{a0}x = 1;\n";
+        let a = ok(
+            text,
+            "// it's \"quoted\" - ok\nlet x = 1;",
+            "// it's \"quoted\" - ok\nlet x = 2;",
+        );
+        assert_eq!(a.level, Level::UnicodeNormalized);
+        assert_eq!(a.text, "// it’s “quoted” — ok\nlet x = 2;\n");
+        assert_eq!(a.tags, vec![Tag::UnicodeNormalized]);
+    }
+
+    #[test]
+    fn unicode_substring_match_inside_a_line() {
+        let text = "say(“hi”) // greet\n";
+        let a = ok(text, "say(\"hi\")", "say(\"bye\")");
+        assert_eq!(a.text, "say(\"bye\") // greet\n");
+    }
+
+    #[test]
+    fn not_found_names_the_divergence() {
+        let text = "fn a() {\n    let x = 1;\n    let y = 2;\n    x + y\n}\n";
+        let e = apply(
+            text,
+            "fn a() {\n    let x = 1;\n    let y = 3;\n    x + y\n}",
+            "z",
+            false,
+        )
+        .unwrap_err();
+        let Failure::NotFound { message, line, .. } = e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            message.contains("closest match starts at line 1"),
+            "{message}"
+        );
+        assert!(message.contains("the first 2 lines agree"), "{message}");
+        assert!(
+            message
+                .contains("line 3 differs: file has `    let y = 2;`, you gave `    let y = 3;`"),
+            "{message}"
+        );
+        assert_eq!(line, Some(1));
+    }
+
+    #[test]
+    fn bad_requests_are_invalid() {
+        assert!(matches!(
+            apply("a", "", "b", false),
+            Err(Failure::Invalid { .. })
+        ));
+        assert!(matches!(
+            apply("a", "a", "a", false),
+            Err(Failure::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn deleting_a_whole_line_with_its_newline() {
+        let a = ok("keep\n  drop  \nkeep2\n", "drop\n", "");
+        assert_eq!(a.text, "keep\nkeep2\n");
+    }
+
+    #[test]
+    fn the_missing_final_newline_stays_missing_in_relaxed_edits() {
+        let a = ok("a\nlast  ", "last\n", "LAST\n");
+        assert_eq!(a.text, "a\nLAST");
+    }
+}

@@ -1,0 +1,279 @@
+//! Whitespace-relaxed, whole-line matching: a window of as many lines as the search,
+//! where each line equals its search line after trimming trailing blanks (first pass) or
+//! both ends (second pass). Comparison happens on a `view` of the file (the file itself,
+//! or its unicode-folded twin, line for line), but the bytes written come from the file:
+//! replacement lines equal to their search line are the file's own lines, changed lines
+//! are re-indented when the whole window was off by one consistent prefix.
+
+use similar::{Algorithm, DiffOp, capture_diff_slices};
+
+use super::{Applied, Failure, Level, MAX_REPORTED, Tag};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trim {
+    End,
+    Both,
+}
+
+impl Trim {
+    fn apply(self, s: &str) -> &str {
+        match self {
+            Trim::End => s.trim_end(),
+            Trim::Both => s.trim(),
+        }
+    }
+}
+
+/// A line of the file: where it starts and its text (without `\n`).
+struct Line<'a> {
+    start: usize,
+    text: &'a str,
+}
+
+fn split_lines(text: &str) -> Vec<Line<'_>> {
+    let mut lines = Vec::with_capacity(text.len() / 32 + 1);
+    let mut start = 0;
+    for part in text.split('\n') {
+        lines.push(Line { start, text: part });
+        start += part.len() + 1;
+    }
+    lines
+}
+
+/// How a matched line's indentation relates to its search line's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Offset<'a> {
+    Zero,
+    /// The file has this prefix more.
+    Add(&'a str),
+    /// The search has this prefix more.
+    Strip(&'a str),
+}
+
+fn leading_ws(s: &str) -> &str {
+    &s[..s.len() - s.trim_start().len()]
+}
+
+fn offset<'a>(file: &'a str, search: &'a str) -> Option<Offset<'a>> {
+    let (fi, si) = (leading_ws(file), leading_ws(search));
+    if fi == si {
+        Some(Offset::Zero)
+    } else if fi.len() > si.len() && fi.ends_with(si) {
+        Some(Offset::Add(&fi[..fi.len() - si.len()]))
+    } else if si.len() > fi.len() && si.ends_with(fi) {
+        Some(Offset::Strip(&si[..si.len() - fi.len()]))
+    } else {
+        None
+    }
+}
+
+/// The one offset every non-blank pair shares; `Zero` when there are no such pairs,
+/// `None` when they disagree.
+fn common_offset<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Option<Offset<'a>> {
+    let mut found = Offset::Zero;
+    let mut first = true;
+    for (f, s) in pairs {
+        if s.trim().is_empty() {
+            continue;
+        }
+        let this = offset(f, s)?;
+        if first {
+            found = this;
+            first = false;
+        } else if this != found {
+            return None;
+        }
+    }
+    Some(found)
+}
+
+/// How the replacement's changed lines are re-indented: one offset for all of them,
+/// and, when the model began its search at the first non-blank character of a line
+/// (so only that line lost its indentation), the indentation the first line keeps.
+#[derive(Debug, Clone, Copy)]
+struct Realign<'a> {
+    offset: Offset<'a>,
+    first_line: Option<&'a str>,
+}
+
+fn realignment<'a>(file: &[&'a str], search: &[&'a str]) -> Realign<'a> {
+    let pairs = || file.iter().copied().zip(search.iter().copied());
+    if let Some(offset) = common_offset(pairs()) {
+        return Realign {
+            offset,
+            first_line: None,
+        };
+    }
+    let first_unindented = leading_ws(search[0]).is_empty() && !leading_ws(file[0]).is_empty();
+    if first_unindented && let Some(offset) = common_offset(pairs().skip(1)) {
+        return Realign {
+            offset,
+            first_line: Some(leading_ws(file[0])),
+        };
+    }
+    Realign {
+        offset: Offset::Zero,
+        first_line: None,
+    }
+}
+
+impl Realign<'_> {
+    /// Re-indent replacement line `index` (0-based within the replacement).
+    fn line(&self, index: usize, line: &str) -> String {
+        if line.trim().is_empty() {
+            return line.to_string();
+        }
+        if index == 0
+            && let Some(lead) = self.first_line
+            && leading_ws(line).is_empty()
+        {
+            return format!("{lead}{line}");
+        }
+        match self.offset {
+            Offset::Zero => line.to_string(),
+            Offset::Add(p) => format!("{p}{line}"),
+            Offset::Strip(p) => line.strip_prefix(p).unwrap_or(line).to_string(),
+        }
+    }
+}
+
+/// Try both passes. `orig` is the file and `view` what is compared with `search` (the
+/// same lines, possibly folded); `model_search` is the search as the model wrote it,
+/// which decides the replacement lines it left unchanged. `level` names the result.
+pub(super) fn apply(
+    orig: &str,
+    view: &str,
+    search: &str,
+    model_search: &str,
+    replace: &str,
+    level: Level,
+) -> Result<Option<Applied>, Failure> {
+    let search_nl = search.ends_with('\n');
+    let search_core = if search_nl {
+        &search[..search.len() - 1]
+    } else {
+        search
+    };
+    let search_lines: Vec<&str> = search_core.split('\n').collect();
+    let model_core = model_search.strip_suffix('\n').unwrap_or(model_search);
+    let mut model_lines: Vec<&str> = model_core.split('\n').collect();
+    if model_lines.len() != search_lines.len() {
+        model_lines = search_lines.clone();
+    }
+    if search_lines.iter().all(|l| l.trim().is_empty()) {
+        // Blank lines match blank lines anywhere: never guess.
+        return Ok(None);
+    }
+    let replace_nl = search_nl && replace.ends_with('\n');
+    let replace_core = if replace_nl {
+        &replace[..replace.len() - 1]
+    } else {
+        replace
+    };
+
+    let view_lines = split_lines(view);
+    let orig_lines = if std::ptr::eq(orig, view) {
+        None
+    } else {
+        Some(split_lines(orig))
+    };
+    let n = search_lines.len();
+    for trim in [Trim::End, Trim::Both] {
+        let first = trim.apply(search_lines[0]);
+        let mut windows = Vec::new();
+        let mut count = 0usize;
+        if view_lines.len() >= n {
+            for i in 0..=(view_lines.len() - n) {
+                if trim.apply(view_lines[i].text) != first {
+                    continue;
+                }
+                let all = (1..n)
+                    .all(|k| trim.apply(view_lines[i + k].text) == trim.apply(search_lines[k]));
+                if all {
+                    count += 1;
+                    if windows.len() < MAX_REPORTED {
+                        windows.push(i);
+                    }
+                }
+            }
+        }
+        match count {
+            0 => continue,
+            1 => {}
+            _ => {
+                return Err(Failure::NotUnique {
+                    level,
+                    lines: windows.iter().map(|i| i + 1).collect(),
+                });
+            }
+        }
+        let i = windows[0];
+        let lines = orig_lines.as_ref().unwrap_or(&view_lines);
+        let file_window: Vec<&str> = lines[i..i + n].iter().map(|l| l.text).collect();
+        let view_window: Vec<&str> = view_lines[i..i + n].iter().map(|l| l.text).collect();
+        let start = lines[i].start;
+        let last = &lines[i + n - 1];
+        let mut end = last.start + last.text.len();
+        let has_nl = end < orig.len();
+        if search_nl && has_nl {
+            end += 1;
+        }
+        let realign = if trim == Trim::Both {
+            realignment(&view_window, &search_lines)
+        } else {
+            Realign {
+                offset: Offset::Zero,
+                first_line: None,
+            }
+        };
+        let replace_lines: Vec<&str> = if replace_core.is_empty() {
+            Vec::new()
+        } else {
+            replace_core.split('\n').collect()
+        };
+        let mut out_lines: Vec<String> = Vec::with_capacity(replace_lines.len());
+        let mut realigned_any = false;
+        for op in capture_diff_slices(Algorithm::Myers, &model_lines, &replace_lines) {
+            match op {
+                DiffOp::Equal { old_index, len, .. } => {
+                    for k in 0..len {
+                        out_lines.push(file_window[old_index + k].to_string());
+                    }
+                }
+                DiffOp::Delete { .. } => {}
+                DiffOp::Insert { .. } | DiffOp::Replace { .. } => {
+                    for index in op.new_range() {
+                        let line = replace_lines[index];
+                        let fixed = realign.line(index, line);
+                        realigned_any |= fixed != line;
+                        out_lines.push(fixed);
+                    }
+                }
+            }
+        }
+        let mut replacement = out_lines.join("\n");
+        if replace_nl && search_nl && has_nl {
+            replacement.push('\n');
+        }
+        let mut text = String::with_capacity(orig.len() + replacement.len());
+        text.push_str(&orig[..start]);
+        text.push_str(&replacement);
+        text.push_str(&orig[end..]);
+        let mut tags = Vec::new();
+        let whitespace_differs = view_window.iter().zip(&search_lines).any(|(f, s)| f != s);
+        if whitespace_differs {
+            tags.push(Tag::WhitespaceNormalized);
+        }
+        if realigned_any {
+            tags.push(Tag::IndentationRealigned);
+        }
+        return Ok(Some(Applied {
+            text,
+            replacements: 1,
+            level,
+            tags,
+            line: i + 1,
+        }));
+    }
+    Ok(None)
+}

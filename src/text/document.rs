@@ -1,0 +1,307 @@
+//! A text file as the edit tools see it: decoded, with line endings normalized to `\n`
+//! for matching, and everything needed to turn an edited text back into bytes that
+//! differ from the original only where the text changed: the encoding, the BOM, and the
+//! ending of every line (LF, CRLF or a lone CR, per line).
+//!
+//! Restoring: in a file with one line-ending style, every line gets that style. In a
+//! mixed file, the new lines are aligned with the old ones ([`super::diff::align`]);
+//! untouched lines keep their own ending, new lines take the ending of the line they
+//! replace, else of their neighbour. A missing final newline stays missing unless the
+//! edit itself adds one.
+
+use encoding_rs::{GB18030, UTF_8, UTF_16BE, UTF_16LE};
+use serde::Serialize;
+use similar::DiffOp;
+
+use super::diff::{align, lines_inclusive};
+use super::{DecodeError, Detected, decode};
+
+/// How one line ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    Lf,
+    Crlf,
+    Cr,
+}
+
+impl Ending {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Lf => "\n",
+            Ending::Crlf => "\r\n",
+            Ending::Cr => "\r",
+        }
+    }
+}
+
+/// The line-ending style of a whole file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Style {
+    /// No line break at all.
+    None,
+    Lf,
+    Crlf,
+    Cr,
+    Mixed,
+}
+
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub detected: Detected,
+    /// The text with every line ending as `\n`.
+    pub text: String,
+    /// The original ending of each `\n` in `text`, in order.
+    endings: Vec<Ending>,
+}
+
+impl Document {
+    /// Decode `bytes` strictly (see [`super::decode`]) and normalize line endings.
+    pub fn decode(bytes: &[u8]) -> Result<Document, DecodeError> {
+        let decoded = decode(bytes)?;
+        let (text, endings) = normalize(decoded.text);
+        Ok(Document {
+            detected: decoded.detected,
+            text,
+            endings,
+        })
+    }
+
+    /// A document for a file that does not exist yet: UTF-8 without BOM, with `ending`
+    /// for every line.
+    pub fn new_file(ending: Ending) -> Document {
+        Document {
+            detected: Detected::UTF8,
+            text: String::new(),
+            endings: vec![ending],
+        }
+    }
+
+    pub fn style(&self) -> Style {
+        let Some(&first) = self.endings.first() else {
+            return Style::None;
+        };
+        if self.text.is_empty() && self.endings.len() == 1 {
+            // A new file: the ending it will be given.
+            return style_of(first);
+        }
+        if self.endings.iter().all(|&e| e == first) {
+            style_of(first)
+        } else {
+            Style::Mixed
+        }
+    }
+
+    /// The ending most lines have (LF for a file without any).
+    pub fn dominant(&self) -> Ending {
+        let mut counts = [0usize; 3];
+        for e in &self.endings {
+            counts[*e as usize] += 1;
+        }
+        [Ending::Lf, Ending::Crlf, Ending::Cr]
+            .into_iter()
+            .max_by_key(|e| (counts[*e as usize], *e == Ending::Lf))
+            .unwrap_or(Ending::Lf)
+    }
+
+    /// `new` (LF-normalized) with this file's line endings restored.
+    pub fn restore_endings(&self, new: &str) -> String {
+        match self.style() {
+            Style::None | Style::Lf => new.to_string(),
+            Style::Crlf | Style::Cr => {
+                let ending = self.endings[0].as_str();
+                new.replace('\n', ending)
+            }
+            Style::Mixed => self.restore_mixed(new),
+        }
+    }
+
+    fn restore_mixed(&self, new: &str) -> String {
+        let old_lines = lines_inclusive(&self.text);
+        let new_lines = lines_inclusive(new);
+        let dominant = self.dominant();
+        let mut out = String::with_capacity(new.len() + new.len() / 16);
+        let mut previous: Option<Ending> = None;
+        let old_ending = |i: usize| self.endings.get(i).copied();
+        for op in align(&old_lines, &new_lines) {
+            let (old_range, new_range) = (op.old_range(), op.new_range());
+            let equal = matches!(op, DiffOp::Equal { .. });
+            for (k, new_index) in new_range.clone().enumerate() {
+                let line = new_lines[new_index];
+                let Some(content) = line.strip_suffix('\n') else {
+                    out.push_str(line);
+                    continue;
+                };
+                let positional = old_range.start + k;
+                let ending = if equal {
+                    old_ending(positional)
+                } else if positional < old_range.end {
+                    // A changed line takes the ending of the old line in its place …
+                    old_ending(positional)
+                } else {
+                    None
+                }
+                // … else its neighbours' (the line before, then the block's last old line).
+                .or(previous)
+                .or_else(|| old_range.end.checked_sub(1).and_then(old_ending))
+                .or_else(|| old_ending(old_range.end))
+                .unwrap_or(dominant);
+                out.push_str(content);
+                out.push_str(ending.as_str());
+                previous = Some(ending);
+            }
+        }
+        out
+    }
+
+    /// Encode text (with its real line endings) the way this file is stored.
+    pub fn encode(&self, text: &str) -> Vec<u8> {
+        let enc = self.detected.encoding;
+        let bom = self.detected.has_bom();
+        if enc == UTF_16LE || enc == UTF_16BE {
+            let mut out = Vec::with_capacity(2 + text.len() * 2);
+            let little = enc == UTF_16LE;
+            out.extend_from_slice(if little { &[0xFF, 0xFE] } else { &[0xFE, 0xFF] });
+            for unit in text.encode_utf16() {
+                let bytes = if little {
+                    unit.to_le_bytes()
+                } else {
+                    unit.to_be_bytes()
+                };
+                out.extend_from_slice(&bytes);
+            }
+            return out;
+        }
+        if enc == GB18030 {
+            // GB18030 maps every Unicode scalar value, so this never substitutes.
+            let (bytes, _, _) = GB18030.encode(text);
+            return bytes.into_owned();
+        }
+        debug_assert_eq!(enc, UTF_8);
+        let mut out = Vec::with_capacity(text.len() + 3);
+        if bom {
+            out.extend_from_slice(&[0xEF, 0xBB, 0xBF]);
+        }
+        out.extend_from_slice(text.as_bytes());
+        out
+    }
+
+    /// The bytes to store for the LF-normalized text `new`.
+    pub fn to_bytes(&self, new: &str) -> Vec<u8> {
+        self.encode(&self.restore_endings(new))
+    }
+}
+
+fn style_of(e: Ending) -> Style {
+    match e {
+        Ending::Lf => Style::Lf,
+        Ending::Crlf => Style::Crlf,
+        Ending::Cr => Style::Cr,
+    }
+}
+
+/// `\r\n`, `\n` and a lone `\r` all end a line; the result has `\n` only, plus the
+/// original ending of each.
+fn normalize(text: String) -> (String, Vec<Ending>) {
+    if !text.contains('\r') {
+        let endings = vec![Ending::Lf; memchr_count(text.as_bytes(), b'\n')];
+        return (text, endings);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut endings = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find(['\r', '\n']) {
+        out.push_str(&rest[..i]);
+        out.push('\n');
+        if rest.as_bytes()[i] == b'\n' {
+            endings.push(Ending::Lf);
+            rest = &rest[i + 1..];
+        } else if rest.as_bytes().get(i + 1) == Some(&b'\n') {
+            endings.push(Ending::Crlf);
+            rest = &rest[i + 2..];
+        } else {
+            endings.push(Ending::Cr);
+            rest = &rest[i + 1..];
+        }
+    }
+    out.push_str(rest);
+    (out, endings)
+}
+
+fn memchr_count(bytes: &[u8], needle: u8) -> usize {
+    bytes.iter().filter(|&&b| b == needle).count()
+}
+
+/// Normalize text the model sent (which may carry its own CRLFs) to `\n` endings.
+pub fn normalize_input(text: &str) -> String {
+    if text.contains('\r') {
+        normalize(text.to_string()).0
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(bytes: &[u8]) {
+        let doc = Document::decode(bytes).unwrap();
+        assert_eq!(
+            doc.to_bytes(&doc.text),
+            bytes,
+            "unchanged text gives the same bytes"
+        );
+    }
+
+    #[test]
+    fn every_encoding_and_ending_round_trips_byte_for_byte() {
+        roundtrip(b"a\nb\n");
+        roundtrip(b"a\r\nb\r\n");
+        roundtrip(b"a\rb\r");
+        roundtrip(b"a\r\nb\nc\rd");
+        roundtrip(b"\xEF\xBB\xBFbom\r\n");
+        roundtrip(b"no newline at all");
+        roundtrip(b"");
+        roundtrip(b"\r\r\n\n\r");
+        let (gb, _, _) = GB18030.encode("中文\r\n行\n");
+        roundtrip(&gb);
+        let mut le = vec![0xFF, 0xFE];
+        for u in "x\r\ny\n".encode_utf16() {
+            le.extend_from_slice(&u.to_le_bytes());
+        }
+        roundtrip(&le);
+    }
+
+    #[test]
+    fn uniform_files_give_new_lines_their_style() {
+        let doc = Document::decode(b"a\r\nb\r\n").unwrap();
+        assert_eq!(doc.to_bytes("a\nnew\nb\n"), b"a\r\nnew\r\nb\r\n");
+        assert_eq!(doc.style(), Style::Crlf);
+    }
+
+    #[test]
+    fn mixed_files_keep_untouched_endings_and_new_lines_take_neighbours() {
+        let doc = Document::decode(b"one\r\ntwo\nthree\r\nfour\n").unwrap();
+        assert_eq!(doc.style(), Style::Mixed);
+        // Replace "three", insert after "two".
+        let out = doc.to_bytes("one\ntwo\ninserted\nTHREE\nfour\n");
+        // "inserted" and "THREE" replace "three": they take its CRLF.
+        assert_eq!(out, b"one\r\ntwo\ninserted\r\nTHREE\r\nfour\n");
+    }
+
+    #[test]
+    fn missing_final_newline_stays_missing() {
+        let doc = Document::decode(b"a\r\nb").unwrap();
+        assert_eq!(doc.to_bytes("A\nb"), b"A\r\nb");
+    }
+
+    #[test]
+    fn dominant_ending_wins_ties_for_lf() {
+        let doc = Document::decode(b"a\r\nb\nc\r\n").unwrap();
+        assert_eq!(doc.dominant(), Ending::Crlf);
+        let doc = Document::decode(b"a\r\nb\n").unwrap();
+        assert_eq!(doc.dominant(), Ending::Lf);
+    }
+}
