@@ -156,7 +156,9 @@ fn exact(
     replace_all: bool,
     level: Level,
 ) -> Result<Option<Applied>, Failure> {
-    let mut positions = text.match_indices(search).map(|(i, _)| i);
+    let finder = memchr::memmem::Finder::new(search.as_bytes());
+    let find_all = || non_overlapping(&finder, text.as_bytes(), search.len());
+    let mut positions = find_all();
     let Some(first) = positions.next() else {
         return Ok(None);
     };
@@ -177,9 +179,18 @@ fn exact(
             }))
         }
         Some(_) if replace_all => {
-            let count = text.matches(search).count();
+            let mut out = String::with_capacity(text.len());
+            let mut last = 0;
+            let mut count = 0;
+            for at in find_all() {
+                out.push_str(&text[last..at]);
+                out.push_str(replace);
+                last = at + search.len();
+                count += 1;
+            }
+            out.push_str(&text[last..]);
             Ok(Some(Applied {
-                text: text.replace(search, replace),
+                text: out,
                 replacements: count,
                 level,
                 tags: Vec::new(),
@@ -187,19 +198,29 @@ fn exact(
             }))
         }
         Some(_) => {
-            let lines = lines_of(text, text.match_indices(search).map(|(i, _)| i));
+            let lines = lines_of(text, find_all());
             Err(Failure::NotUnique { level, lines })
         }
     }
 }
 
+/// Start offsets of the non-overlapping occurrences of the finder's needle.
+fn non_overlapping<'a>(
+    finder: &'a memchr::memmem::Finder<'a>,
+    hay: &'a [u8],
+    len: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let at = from + finder.find(hay.get(from..)?)?;
+        from = at + len.max(1);
+        Some(at)
+    })
+}
+
 /// 1-based line number of byte `offset`.
 pub(crate) fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    bytecount::count(&text.as_bytes()[..offset], b'\n') + 1
 }
 
 /// 1-based line numbers of ascending byte offsets (at most [`MAX_REPORTED`]).
@@ -209,7 +230,7 @@ pub(crate) fn lines_of(text: &str, offsets: impl Iterator<Item = usize>) -> Vec<
     let mut pos = 0;
     let mut out = Vec::new();
     for offset in offsets.take(MAX_REPORTED) {
-        line += bytes[pos..offset].iter().filter(|&&b| b == b'\n').count();
+        line += bytecount::count(&bytes[pos..offset], b'\n');
         pos = offset;
         out.push(line);
     }

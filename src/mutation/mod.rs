@@ -7,11 +7,12 @@
 //!   stripes of its paths (in sorted order), so calls on one file serialize and calls on
 //!   unrelated files do not wait for each other.
 //! - [`commit`]: optimistic concurrency and atomicity. Under an `flock` on the parent
-//!   directory (which serializes whalebox processes), the file is re-read and compared
-//!   with the bytes the change was computed from; if they differ nothing is written.
-//!   Otherwise the new bytes go to a temporary file in the same directory, are fsynced,
-//!   get the old file's mode, and are renamed over it; the directory is fsynced. A crash
-//!   at any moment leaves the old file or the new one, never a mix.
+//!   directory (which serializes whalebox processes), the new bytes go to a temporary
+//!   file in the same directory with the old file's mode and are fsynced, while a second
+//!   thread re-reads the file and compares it with the bytes the change was computed
+//!   from; if they differ, or the file's size, times or inode changed meanwhile, nothing
+//!   is written. Otherwise the temporary file is renamed over the target and the
+//!   directory fsynced. A crash at any moment leaves the old file or the new one.
 
 use std::collections::HashMap;
 use std::fs::{File, Permissions};
@@ -129,33 +130,45 @@ pub fn commit(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitE
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(e.into()),
     };
-    match (&expect, &current_meta) {
-        (Expect::Absent, Some(_)) => return Err(CommitError::Conflict),
-        (Expect::Bytes(_), None) => return Err(CommitError::Conflict),
+    let expected = match (&expect, &current_meta) {
+        (Expect::Absent, Some(_)) | (Expect::Bytes(_), None) => return Err(CommitError::Conflict),
         (Expect::Bytes(expected), Some(meta)) => {
-            if meta.len() != expected.len() as u64 || !same_bytes(path, expected)? {
+            if meta.len() != expected.len() as u64 {
                 return Err(CommitError::Conflict);
             }
+            Some(*expected)
         }
-        (Expect::Absent, None) => {}
-    }
-
+        (Expect::Absent, None) => None,
+    };
     let mode = match &current_meta {
         Some(meta) => meta.mode() & 0o7777,
         None => 0o666 & !umask(),
     };
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", name.to_string_lossy()))
-        .suffix(".whalebox-tmp")
-        .tempfile_in(dir)?;
-    temp.write_all(new)?;
-    temp.as_file()
-        .set_permissions(Permissions::from_mode(mode))?;
-    if let Some(meta) = &current_meta {
-        // Keep the owner when we may (as root, or when it is already ours).
-        let _ = std::os::unix::fs::fchown(temp.as_file(), Some(meta.uid()), Some(meta.gid()));
+    // Re-read and compare on a second thread while the new bytes are written and
+    // synced; the rename waits for the verdict.
+    let (same, temp) = std::thread::scope(|scope| {
+        let check = expected.map(|bytes| scope.spawn(move || same_bytes(path, bytes)));
+        let temp = write_temp(dir, &name.to_string_lossy(), new, mode, current_meta.as_ref());
+        let same = match check {
+            Some(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the compare thread panicked"))),
+            None => Ok(true),
+        };
+        (same, temp)
+    });
+    let temp = temp?;
+    if !same? {
+        return Err(CommitError::Conflict);
     }
-    temp.as_file().sync_all()?;
+    // And nothing touched the file between the first look and now (a write changes
+    // its size, times or inode).
+    if let Some(before) = &current_meta {
+        let now = std::fs::metadata(path)?;
+        if fingerprint(before) != fingerprint(&now) {
+            return Err(CommitError::Conflict);
+        }
+    }
     match expect {
         Expect::Absent => temp.persist_noclobber(path).map_err(|e| {
             if e.error.kind() == io::ErrorKind::AlreadyExists {
@@ -168,8 +181,63 @@ pub fn commit(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitE
     };
     // The rename is durable once the directory is.
     dir_lock.sync_all()?;
+    remove_leftovers(dir, &name.to_string_lossy());
     drop(dir_lock);
     Ok(())
+}
+
+const TEMP_SUFFIX: &str = ".whalebox-tmp";
+
+/// Remove temporary files a killed writer of `name` left behind. Safe while the
+/// directory lock is held: every live writer creates and renames its temporary file
+/// under that lock, so any temporary file visible now belongs to no one.
+fn remove_leftovers(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        if file_name.starts_with(&prefix) && file_name.ends_with(TEMP_SUFFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn fingerprint(m: &std::fs::Metadata) -> (u64, u64, u64, i64, i64, i64, i64) {
+    (
+        m.dev(),
+        m.ino(),
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    )
+}
+
+/// The new content in a synced temporary file next to the target, with the target's
+/// mode (and owner, when allowed).
+fn write_temp(
+    dir: &Path,
+    name: &str,
+    new: &[u8],
+    mode: u32,
+    current: Option<&std::fs::Metadata>,
+) -> io::Result<tempfile::NamedTempFile> {
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(dir)?;
+    temp.write_all(new)?;
+    temp.as_file().set_permissions(Permissions::from_mode(mode))?;
+    if let Some(meta) = current {
+        // Keep the owner when we may (as root, or when it is already ours).
+        let _ = std::os::unix::fs::fchown(temp.as_file(), Some(meta.uid()), Some(meta.gid()));
+    }
+    temp.as_file().sync_all()?;
+    Ok(temp)
 }
 
 /// Does the file at `path` hold exactly `expected`? Reads in chunks, stops at the
@@ -222,6 +290,18 @@ mod tests {
         assert_eq!(mode, 0o751);
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn leftovers_of_a_killed_writer_are_removed_by_the_next_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"a").unwrap();
+        std::fs::write(dir.path().join(".f.abc123.whalebox-tmp"), b"half").unwrap();
+        std::fs::write(dir.path().join(".other.x.whalebox-tmp"), b"not ours").unwrap();
+        commit(&path, Expect::Bytes(b"a"), b"b").unwrap();
+        assert!(!dir.path().join(".f.abc123.whalebox-tmp").exists());
+        assert!(dir.path().join(".other.x.whalebox-tmp").exists());
     }
 
     #[test]

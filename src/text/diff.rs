@@ -1,6 +1,7 @@
-//! Line alignment and unified diffs (the `similar` crate). Alignment trims the common
-//! prefix and suffix first, so an edit in one place of a huge file costs a linear scan,
-//! and diffs what is left with patience (unique-line anchors), which stays near
+//! Line alignment and unified diffs (the `similar` crate). Alignment first narrows the
+//! texts to the window where they differ (common prefix and suffix found with memcmp, cut
+//! at line boundaries), so an edit in one place of a huge file costs a few linear scans;
+//! the window is diffed with patience (unique-line anchors), which stays near
 //! O(n log n) on scattered edits; a deadline bounds pathological inputs.
 
 use std::time::Duration;
@@ -17,7 +18,12 @@ pub fn lines_inclusive(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
 }
 
-/// Align `old` with `new`: a complete script of equal/changed runs covering both.
+/// How many lines [`lines_inclusive`] would give.
+pub fn count_lines(text: &str) -> usize {
+    bytecount::count(text.as_bytes(), b'\n') + usize::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
+/// Align `old` with `new` line slices: a complete script of equal/changed runs.
 pub fn align<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<DiffOp> {
     let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let max_suffix = old.len().min(new.len()) - prefix;
@@ -58,6 +64,196 @@ pub fn align<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<DiffOp> {
     ops
 }
 
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const CHUNK: usize = 4096;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + CHUNK <= n && a[i..i + CHUNK] == b[i..i + CHUNK] {
+        i += CHUNK;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+fn common_suffix(a: &[u8], b: &[u8], limit: usize) -> usize {
+    const CHUNK: usize = 4096;
+    let (la, lb) = (a.len(), b.len());
+    let mut i = 0;
+    while i + CHUNK <= limit && a[la - i - CHUNK..la - i] == b[lb - i - CHUNK..lb - i] {
+        i += CHUNK;
+    }
+    while i < limit && a[la - i - 1] == b[lb - i - 1] {
+        i += 1;
+    }
+    i
+}
+
+/// Two texts aligned line by line: the script covers every line of both, but only the
+/// lines of the changed window (plus `context` lines around it) are held.
+pub struct Aligned<'a> {
+    pub ops: Vec<DiffOp>,
+    old_window: Vec<&'a str>,
+    new_window: Vec<&'a str>,
+    /// Index of the window's first line (the same in both texts: the prefix is common).
+    base: usize,
+}
+
+impl<'a> Aligned<'a> {
+    /// Old line `i`; only lines in the window (where every changed line and its
+    /// context lie) can be asked for.
+    pub fn old_line(&self, i: usize) -> &'a str {
+        self.old_window[i - self.base]
+    }
+
+    pub fn new_line(&self, i: usize) -> &'a str {
+        self.new_window[i - self.base]
+    }
+}
+
+/// Start of the line `n` lines before the line containing byte `at`. Works on bytes:
+/// `at` may fall inside a multi-byte character; the result is always a line start.
+fn back_lines(text: &[u8], at: usize, n: usize) -> usize {
+    let mut start = memchr::memrchr(b'\n', &text[..at]).map_or(0, |i| i + 1);
+    for _ in 0..n {
+        if start == 0 {
+            break;
+        }
+        start = memchr::memrchr(b'\n', &text[..start - 1]).map_or(0, |i| i + 1);
+    }
+    start
+}
+
+/// Just past the `\n` ending the line containing byte `at`, then `n` lines further.
+fn forward_lines(text: &[u8], at: usize, n: usize) -> usize {
+    let mut end = at;
+    for _ in 0..=n {
+        match memchr::memchr(b'\n', &text[end..]) {
+            Some(i) => end += i + 1,
+            None => return text.len(),
+        }
+    }
+    end
+}
+
+/// Align `old` and `new` (whole texts), keeping `context` lines around the changes.
+pub fn align_texts<'a>(old: &'a str, new: &'a str, context: usize) -> Aligned<'a> {
+    let (ob, nb) = (old.as_bytes(), new.as_bytes());
+    let prefix = common_prefix(ob, nb);
+    if prefix == ob.len() && prefix == nb.len() {
+        let lines = count_lines(old);
+        return Aligned {
+            ops: if lines > 0 {
+                vec![DiffOp::Equal {
+                    old_index: 0,
+                    new_index: 0,
+                    len: lines,
+                }]
+            } else {
+                Vec::new()
+            },
+            old_window: Vec::new(),
+            new_window: Vec::new(),
+            base: 0,
+        };
+    }
+    let suffix = common_suffix(ob, nb, ob.len().min(nb.len()) - prefix);
+    let start = back_lines(ob, prefix, context);
+    // The window ends after a `\n` inside the common suffix (or at the end), so what
+    // follows it is the same lines in both texts.
+    let (old_end, new_end) = {
+        let changed_old_end = ob.len() - suffix;
+        let end = forward_lines(ob, changed_old_end.saturating_sub(1).max(start), context);
+        let end = end.max(changed_old_end);
+        let tail = ob.len() - end;
+        (end, nb.len() - tail)
+    };
+    let base = count_lines(&old[..start]);
+    let old_window = lines_inclusive(&old[start..old_end]);
+    let new_window = lines_inclusive(&new[start..new_end]);
+    let mut ops = Vec::new();
+    if base > 0 {
+        ops.push(DiffOp::Equal {
+            old_index: 0,
+            new_index: 0,
+            len: base,
+        });
+    }
+    for op in align(&old_window, &new_window) {
+        push_merged(&mut ops, shift(op, base));
+    }
+    let tail_lines = count_lines(&old[old_end..]);
+    if tail_lines > 0 {
+        push_merged(
+            &mut ops,
+            DiffOp::Equal {
+                old_index: base + old_window.len(),
+                new_index: base + new_window.len(),
+                len: tail_lines,
+            },
+        );
+    }
+    Aligned {
+        ops,
+        old_window,
+        new_window,
+        base,
+    }
+}
+
+/// Append `op`, joining it to a preceding equal run (grouping looks at one run only).
+fn push_merged(ops: &mut Vec<DiffOp>, op: DiffOp) {
+    if let (Some(DiffOp::Equal { len, .. }), DiffOp::Equal { len: more, .. }) = (ops.last_mut(), &op) {
+        *len += more;
+        return;
+    }
+    ops.push(op);
+}
+
+fn shift(op: DiffOp, by: usize) -> DiffOp {
+    match op {
+        DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } => DiffOp::Equal {
+            old_index: old_index + by,
+            new_index: new_index + by,
+            len,
+        },
+        DiffOp::Delete {
+            old_index,
+            old_len,
+            new_index,
+        } => DiffOp::Delete {
+            old_index: old_index + by,
+            old_len,
+            new_index: new_index + by,
+        },
+        DiffOp::Insert {
+            old_index,
+            new_index,
+            new_len,
+        } => DiffOp::Insert {
+            old_index: old_index + by,
+            new_index: new_index + by,
+            new_len,
+        },
+        DiffOp::Replace {
+            old_index,
+            old_len,
+            new_index,
+            new_len,
+        } => DiffOp::Replace {
+            old_index: old_index + by,
+            old_len,
+            new_index: new_index + by,
+            new_len,
+        },
+    }
+}
+
 /// Lines added and removed by a change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DiffStats {
@@ -68,9 +264,8 @@ pub struct DiffStats {
 /// A unified diff of `old` → `new` (both LF-normalized) with 3 lines of context, cut
 /// after `max_chars` characters with a note of how many hunks were left out.
 pub fn unified(old: &str, new: &str, label: &str, max_chars: usize) -> (String, DiffStats) {
-    let old_lines = lines_inclusive(old);
-    let new_lines = lines_inclusive(new);
-    let ops = align(&old_lines, &new_lines);
+    let aligned = align_texts(old, new, 3);
+    let ops = aligned.ops.clone();
     let mut stats = DiffStats::default();
     for op in &ops {
         match op.tag() {
@@ -107,14 +302,14 @@ pub fn unified(old: &str, new: &str, label: &str, max_chars: usize) -> (String, 
         for op in group {
             for i in op.old_range() {
                 if op.tag() == DiffTag::Equal {
-                    push_line(&mut out, ' ', old_lines[i]);
+                    push_line(&mut out, ' ', aligned.old_line(i));
                 } else {
-                    push_line(&mut out, '-', old_lines[i]);
+                    push_line(&mut out, '-', aligned.old_line(i));
                 }
             }
             if op.tag() != DiffTag::Equal {
                 for i in op.new_range() {
-                    push_line(&mut out, '+', new_lines[i]);
+                    push_line(&mut out, '+', aligned.new_line(i));
                 }
             }
         }
@@ -184,6 +379,43 @@ mod tests {
         let old_total: usize = ops.iter().map(|o| o.old_range().len()).sum();
         let new_total: usize = ops.iter().map(|o| o.new_range().len()).sum();
         assert_eq!((old_total, new_total), (5, 6));
+    }
+
+    #[test]
+    fn windowed_alignment_matches_full_alignment() {
+        let cases = [
+            ("a\nb\nc\n", "a\nB\nc\n"),
+            ("a\nb\nc\n", "a\nb\nc\nd\n"),
+            ("a\nb\nc", "a\nb\nc\n"),
+            ("", "x\n"),
+            ("x\n", ""),
+            ("same\n", "same\n"),
+            ("1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\n2\nX\n4\n5\n6\n7\nY\n9\n"),
+            ("aa\naa\naa\n", "aa\naa\n"),
+            ("p\nq", "p\nqq"),
+            ("L0:é\nL1:\n", "L0:è\nL1:\n"),
+            ("aé\n", "bé\n"),
+        ];
+        for (old, new) in cases {
+            let aligned = align_texts(old, new, 1);
+            let full = align(&lines_inclusive(old), &lines_inclusive(new));
+            let total = |ops: &[DiffOp]| -> (usize, usize) {
+                (ops.iter().map(|o| o.old_range().len()).sum(), ops.iter().map(|o| o.new_range().len()).sum())
+            };
+            assert_eq!(total(&aligned.ops), total(&full), "{old:?} -> {new:?}");
+            assert_eq!(total(&aligned.ops), (count_lines(old), count_lines(new)));
+            // Every changed line is reachable in the window and matches the text.
+            for op in &aligned.ops {
+                if op.tag() != DiffTag::Equal {
+                    for i in op.old_range() {
+                        assert_eq!(aligned.old_line(i), lines_inclusive(old)[i]);
+                    }
+                    for i in op.new_range() {
+                        assert_eq!(aligned.new_line(i), lines_inclusive(new)[i]);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -9,12 +9,14 @@
 //! replace, else of their neighbour. A missing final newline stays missing unless the
 //! edit itself adds one.
 
+use std::borrow::Cow;
+
 use encoding_rs::{GB18030, UTF_8, UTF_16BE, UTF_16LE};
 use serde::Serialize;
 use similar::DiffOp;
 
-use super::diff::{align, lines_inclusive};
-use super::{DecodeError, Detected, decode};
+use super::diff::align_texts;
+use super::{DecodeError, Detected, decode_text};
 
 /// How one line ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -59,10 +61,10 @@ pub struct Document {
 impl Document {
     /// Decode `bytes` strictly (see [`super::decode`]) and normalize line endings.
     pub fn decode(bytes: &[u8]) -> Result<Document, DecodeError> {
-        let decoded = decode(bytes)?;
-        let (text, endings) = normalize(decoded.text);
+        let (text, detected) = decode_text(bytes)?;
+        let (text, endings) = normalize(text);
         Ok(Document {
-            detected: decoded.detected,
+            detected,
             text,
             endings,
         })
@@ -106,29 +108,30 @@ impl Document {
     }
 
     /// `new` (LF-normalized) with this file's line endings restored.
-    pub fn restore_endings(&self, new: &str) -> String {
+    pub fn restore_endings<'a>(&self, new: &'a str) -> Cow<'a, str> {
         match self.style() {
-            Style::None | Style::Lf => new.to_string(),
+            Style::None | Style::Lf => Cow::Borrowed(new),
             Style::Crlf | Style::Cr => {
                 let ending = self.endings[0].as_str();
-                new.replace('\n', ending)
+                Cow::Owned(new.replace('\n', ending))
             }
-            Style::Mixed => self.restore_mixed(new),
+            Style::Mixed => Cow::Owned(self.restore_mixed(new)),
         }
     }
 
     fn restore_mixed(&self, new: &str) -> String {
-        let old_lines = lines_inclusive(&self.text);
-        let new_lines = lines_inclusive(new);
+        let aligned = align_texts(&self.text, new, 0);
+        // The new text's lines, consumed in order as the script walks them.
+        let mut new_lines = new.split_inclusive('\n');
         let dominant = self.dominant();
         let mut out = String::with_capacity(new.len() + new.len() / 16);
         let mut previous: Option<Ending> = None;
         let old_ending = |i: usize| self.endings.get(i).copied();
-        for op in align(&old_lines, &new_lines) {
+        for op in &aligned.ops {
             let (old_range, new_range) = (op.old_range(), op.new_range());
             let equal = matches!(op, DiffOp::Equal { .. });
-            for (k, new_index) in new_range.clone().enumerate() {
-                let line = new_lines[new_index];
+            for k in 0..new_range.len() {
+                let Some(line) = new_lines.next() else { break };
                 let Some(content) = line.strip_suffix('\n') else {
                     out.push_str(line);
                     continue;
@@ -191,6 +194,16 @@ impl Document {
     pub fn to_bytes(&self, new: &str) -> Vec<u8> {
         self.encode(&self.restore_endings(new))
     }
+
+    /// [`Self::to_bytes`], reusing `new`'s buffer when the bytes are the text itself
+    /// (UTF-8 without BOM and LF endings: most files), which saves a copy of the file.
+    pub fn into_bytes(&self, new: String) -> Vec<u8> {
+        let plain = self.detected.encoding == UTF_8 && !self.detected.has_bom();
+        match self.restore_endings(&new) {
+            Cow::Borrowed(_) if plain => new.into_bytes(),
+            restored => self.encode(&restored),
+        }
+    }
 }
 
 fn style_of(e: Ending) -> Style {
@@ -205,7 +218,7 @@ fn style_of(e: Ending) -> Style {
 /// original ending of each.
 fn normalize(text: String) -> (String, Vec<Ending>) {
     if !text.contains('\r') {
-        let endings = vec![Ending::Lf; memchr_count(text.as_bytes(), b'\n')];
+        let endings = vec![Ending::Lf; bytecount::count(text.as_bytes(), b'\n')];
         return (text, endings);
     }
     let mut out = String::with_capacity(text.len());
@@ -229,9 +242,6 @@ fn normalize(text: String) -> (String, Vec<Ending>) {
     (out, endings)
 }
 
-fn memchr_count(bytes: &[u8], needle: u8) -> usize {
-    bytes.iter().filter(|&&b| b == needle).count()
-}
 
 /// Normalize text the model sent (which may carry its own CRLFs) to `\n` endings.
 pub fn normalize_input(text: &str) -> String {

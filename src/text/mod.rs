@@ -111,37 +111,47 @@ pub struct Decoded {
     pub line_endings: LineEndings,
 }
 
-/// Decode a whole buffer strictly: BOM first, then UTF-8, then GB18030.
-pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
-    let detected = match sniff(bytes) {
-        Sniff::Binary => return Err(DecodeError::Binary),
-        Sniff::Bom(d) => d,
+/// Decode a whole buffer strictly: BOM first, then UTF-8, then GB18030. The text is
+/// exactly as stored (BOM removed, line endings untouched). Each byte is validated once.
+pub fn decode_text(bytes: &[u8]) -> Result<(String, Detected), DecodeError> {
+    match sniff(bytes) {
+        Sniff::Binary => Err(DecodeError::Binary),
+        Sniff::Bom(detected) => {
+            let body = &bytes[detected.bom_len..];
+            let text = if detected.encoding == UTF_8 {
+                std::str::from_utf8(body)
+                    .map_err(|e| DecodeError::Undecodable {
+                        offset: e.valid_up_to() + detected.bom_len,
+                    })?
+                    .to_owned()
+            } else {
+                detected
+                    .encoding
+                    .decode_without_bom_handling_and_without_replacement(body)
+                    .ok_or_else(|| DecodeError::Undecodable {
+                        offset: first_bad_offset(detected.encoding, body) + detected.bom_len,
+                    })?
+                    .into_owned()
+            };
+            Ok((text, detected))
+        }
         Sniff::Text => match std::str::from_utf8(bytes) {
-            Ok(_) => Detected::UTF8,
-            Err(e) => {
-                if GB18030
-                    .decode_without_bom_handling_and_without_replacement(bytes)
-                    .is_some()
-                {
-                    Detected::GB18030
-                } else {
-                    return Err(DecodeError::Undecodable {
-                        offset: e.valid_up_to(),
-                    });
-                }
-            }
+            Ok(text) => Ok((text.to_owned(), Detected::UTF8)),
+            Err(e) => match GB18030.decode_without_bom_handling_and_without_replacement(bytes) {
+                Some(text) => Ok((text.into_owned(), Detected::GB18030)),
+                None => Err(DecodeError::Undecodable {
+                    offset: e.valid_up_to(),
+                }),
+            },
         },
-    };
-    let body = &bytes[detected.bom_len..];
-    let text = detected
-        .encoding
-        .decode_without_bom_handling_and_without_replacement(body)
-        .ok_or_else(|| DecodeError::Undecodable {
-            offset: first_bad_offset(detected.encoding, body) + detected.bom_len,
-        })?
-        .into_owned();
-    let crlf = text.matches("\r\n").count() as u64;
-    let lf = text.matches('\n').count() as u64 - crlf;
+    }
+}
+
+/// [`decode_text`], plus the line-ending style.
+pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
+    let (text, detected) = decode_text(bytes)?;
+    let crlf = memchr::memmem::find_iter(text.as_bytes(), b"\r\n").count() as u64;
+    let lf = bytecount::count(text.as_bytes(), b'\n') as u64 - crlf;
     Ok(Decoded {
         line_endings: LineEndings::from_counts(lf, crlf),
         text,

@@ -55,9 +55,9 @@ fn edit_schema_item() -> Value {
 }
 
 /// A file loaded for editing: its resolved path, its bytes as read, and the document.
-struct Loaded {
+struct Loaded<'a> {
     allowed: Allowed,
-    bytes: Vec<u8>,
+    bytes: &'a [u8],
     doc: Document,
 }
 
@@ -94,20 +94,21 @@ fn too_large(shown: &str, size: u64, max: u64) -> ToolError {
     )
 }
 
-/// Read an existing file for a read-modify-write.
-fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
+/// Read an existing file for a read-modify-write: its bytes, after checking it is a
+/// regular file within the size limit.
+fn read_existing(env: &Env, allowed: &Allowed) -> Result<Vec<u8>, ToolError> {
     let shown = allowed.shown.clone();
     let meta = match std::fs::metadata(&allowed.abs) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut err = io_error(env, &allowed, e);
+            let mut err = io_error(env, allowed, e);
             err.next_step = format!(
                 "{}; to create the file use write {{\"file_path\": \"{shown}\", \"content\": …}}",
                 err.next_step
             );
             return Err(err);
         }
-        Err(e) => return Err(io_error(env, &allowed, e)),
+        Err(e) => return Err(io_error(env, allowed, e)),
     };
     if meta.is_dir() {
         return Err(ToolError::new(
@@ -126,8 +127,13 @@ fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
     if meta.len() > max {
         return Err(too_large(&shown, meta.len(), max));
     }
-    let bytes = std::fs::read(&allowed.abs).map_err(|e| io_error(env, &allowed, e))?;
-    let doc = Document::decode(&bytes).map_err(|e| decode_error(&shown, meta.len(), e))?;
+    std::fs::read(&allowed.abs).map_err(|e| io_error(env, allowed, e))
+}
+
+/// Decode what [`read_existing`] read.
+fn decode_loaded(allowed: Allowed, bytes: &[u8]) -> Result<Loaded<'_>, ToolError> {
+    let doc = Document::decode(bytes)
+        .map_err(|e| decode_error(&allowed.shown, bytes.len() as u64, e))?;
     Ok(Loaded {
         allowed,
         bytes,
@@ -135,14 +141,20 @@ fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
     })
 }
 
-/// Commit `new_bytes` over what `loaded` read, and remember it as seen.
+/// Commit `new_bytes` over what `loaded` read, and remember it as seen. The hash of the
+/// new bytes is computed on a second thread while the commit writes and syncs.
 fn store(
     env: &Env,
     allowed: &Allowed,
     expect: Expect<'_>,
     new_bytes: &[u8],
 ) -> Result<(), ToolError> {
-    commit(&allowed.abs, expect, new_bytes).map_err(|e| match e {
+    let (committed, sha) = std::thread::scope(|scope| {
+        let hashing = scope.spawn(|| sha256(new_bytes));
+        let committed = commit(&allowed.abs, expect, new_bytes);
+        (committed, hashing.join().ok())
+    });
+    committed.map_err(|e| match e {
         CommitError::Conflict => ToolError::new(
             Code::WriteConflict,
             format!(
@@ -153,7 +165,9 @@ fn store(
         ),
         CommitError::Io(e) => io_error(env, allowed, e),
     })?;
-    env.ledger.record(&allowed.abs, sha256(new_bytes));
+    if let Some(sha) = sha {
+        env.ledger.record(&allowed.abs, sha);
+    }
     Ok(())
 }
 
@@ -274,18 +288,19 @@ fn failure(shown: &str, f: Failure, step: Option<(usize, usize)>) -> ToolError {
     err
 }
 
-/// Note for a file that changed on disk since this session last saw it.
-fn freshness(env: &Env, loaded: &Loaded) -> (Option<String>, Value) {
-    match env.ledger.get(&loaded.allowed.abs) {
-        Some(seen) if seen != sha256(&loaded.bytes) => (
+/// Note for a file that changed on disk since this session last saw it; `current` is
+/// the hash of the bytes just read (computed only when there is something to compare).
+fn freshness(env: &Env, loaded: &Loaded, current: Option<crate::mutation::Sha>) -> (Option<String>, Value) {
+    match (env.ledger.get(&loaded.allowed.abs), current) {
+        (Some(seen), Some(current)) if seen != current => (
             Some(format!(
                 "Note: {} changed on disk since you last read it; the edit was applied to its current content.",
                 loaded.allowed.shown
             )),
             json!(true),
         ),
-        Some(_) => (None, json!(false)),
-        None => (None, Value::Null),
+        (Some(_), _) => (None, json!(false)),
+        (None, _) => (None, Value::Null),
     }
 }
 
@@ -298,7 +313,25 @@ fn edit_file(
 ) -> ToolResult {
     let allowed = guarded(env, file_path, Access::Write)?;
     let _lock = env.stripes.lock(&[&allowed.abs]);
-    let loaded = load(env, allowed)?;
+    let bytes = read_existing(env, &allowed)?;
+    // Whether the file moved since this session saw it: hashed on a second thread
+    // while the file is decoded and the edit computed.
+    let seen_before = env.ledger.get(&allowed.abs).is_some();
+    std::thread::scope(|scope| {
+        let hashing = seen_before.then(|| scope.spawn(|| sha256(&bytes)));
+        let current = move || hashing.and_then(|h| h.join().ok());
+        let loaded = decode_loaded(allowed, &bytes)?;
+        apply_steps(env, &loaded, steps, multi, current)
+    })
+}
+
+fn apply_steps(
+    env: &Env,
+    loaded: &Loaded,
+    steps: &[(String, String, bool)],
+    multi: bool,
+    current_sha: impl FnOnce() -> Option<crate::mutation::Sha>,
+) -> ToolResult {
     let shown = loaded.allowed.shown.clone();
     // Steps after the first work on the previous step's text; the first on the file's.
     let mut edited: Option<String> = None;
@@ -327,21 +360,21 @@ fn edit_file(
             "put the new text in replace",
         ));
     }
-    let new_bytes = loaded.doc.to_bytes(&text);
+    let budget = env.profile.output.max_chars.saturating_sub(SUMMARY_RESERVE);
+    let (diff_text, stats) = diff::unified(&loaded.doc.text, &text, &shown, budget);
+    let new_bytes = loaded.doc.into_bytes(text);
     let max = env.profile.edit.max_file_bytes;
     if new_bytes.len() as u64 > max {
         return Err(too_large(&shown, new_bytes.len() as u64, max));
     }
-    let (note, changed_since_read) = freshness(env, &loaded);
+    let (note, changed_since_read) = freshness(env, loaded, current_sha());
     store(
         env,
         &loaded.allowed,
-        Expect::Bytes(&loaded.bytes),
+        Expect::Bytes(loaded.bytes),
         &new_bytes,
     )?;
 
-    let budget = env.profile.output.max_chars.saturating_sub(SUMMARY_RESERVE);
-    let (diff_text, stats) = diff::unified(&loaded.doc.text, &text, &shown, budget);
     let total: usize = results.iter().map(|a| a.replacements).sum();
     let mut out = if multi {
         let mut s = format!(
@@ -598,7 +631,10 @@ impl Write {
                 format!("{shown} is a directory"),
                 "give the path of a file, not a directory",
             )),
-            Ok(_) => self.overwrite(load(env, allowed)?, &content),
+            Ok(_) => {
+                let bytes = read_existing(env, &allowed)?;
+                self.overwrite(decode_loaded(allowed, &bytes)?, &content)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.create(allowed, &content),
             Err(e) => Err(io_error(env, &allowed, e)),
         }
@@ -630,11 +666,11 @@ impl Write {
         ))
     }
 
-    fn overwrite(&self, loaded: Loaded, content: &str) -> ToolResult {
+    fn overwrite(&self, loaded: Loaded<'_>, content: &str) -> ToolResult {
         let env = &self.env;
         let shown = loaded.allowed.shown.clone();
         if env.profile.edit.write_requires_read {
-            let current = sha256(&loaded.bytes);
+            let current = sha256(loaded.bytes);
             match env.ledger.get(&loaded.allowed.abs) {
                 None => {
                     return Err(ToolError::new(
@@ -671,7 +707,7 @@ impl Write {
         store(
             env,
             &loaded.allowed,
-            Expect::Bytes(&loaded.bytes),
+            Expect::Bytes(loaded.bytes),
             &new_bytes,
         )?;
         let budget = env.profile.output.max_chars.saturating_sub(SUMMARY_RESERVE);

@@ -180,3 +180,45 @@ def test_initialize_2025_06_18_and_arguments_sent_as_a_string(whalebox_bin, work
     assert stringified["isError"] is False
     assert stringified["structuredContent"]["repairs"][0]["kind"] == "stringified_arguments"
     assert responses[3]["result"]["content"][0]["text"] == "src/lib.rs:1:pub fn answer() -> u32 {\n"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_edit_tools_and_stale_protection_within_one_session(whalebox_bin, workspace, mode):
+    notes = workspace / "notes.txt"
+    async with client(whalebox_bin, workspace, mode) as c:
+        env = envelope(await c.call_tool("write", {"file_path": "notes.txt", "content": "one\ntwo\n"}))
+        assert env["ok"] and env["text"].startswith("Created notes.txt")
+
+        env = envelope(await c.call_tool("edit", {"file_path": "notes.txt", "search": "two", "replace": "2"}))
+        assert env["ok"] and "+2\n" in env["text"]
+
+        # Written by this session: overwriting it is not stale.
+        env = envelope(await c.call_tool("write", {"file_path": "notes.txt", "content": "fresh\n"}))
+        assert env["ok"], env["text"]
+
+        # Someone else changes it: a blind overwrite is refused, nothing is lost.
+        notes.write_text("their change\n")
+        env = envelope(await c.call_tool("write", {"file_path": "notes.txt", "content": "mine\n"}))
+        assert env["code"] == "stale_file"
+        assert notes.read_text() == "their change\n"
+
+        # An edit works on the fresh bytes and says the file moved under it.
+        env = envelope(await c.call_tool("edit", {"file_path": "notes.txt", "search": "their", "replace": "our"}))
+        assert env["ok"] and "changed on disk since you last read it" in env["text"]
+        assert env["data"]["changed_since_read"] is True
+
+        # After reading, writing is fine.
+        notes.write_text("again theirs\n")
+        envelope(await c.call_tool("read_file", {"file_path": "notes.txt"}))
+        env = envelope(await c.call_tool("write", {"file_path": "notes.txt", "content": "mine\n"}))
+        assert env["ok"] and notes.read_text() == "mine\n"
+
+        env = envelope(await c.call_tool("multi_edit", {"file_path": "notes.txt", "edits": [
+            {"search": "mine", "replace": "step1"},
+            {"search": "step1", "replace": "step2"},
+        ]}))
+        assert env["ok"] and notes.read_text() == "step2\n"
+
+        env = envelope(await c.call_tool("edit", {"file_path": "notes.txt", "search": "absent", "replace": "x"}))
+        assert env["code"] == "search_not_found" and "Next step" in env["text"]
