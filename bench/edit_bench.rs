@@ -1,7 +1,8 @@
 //! Edit benchmark (run by bench/edit.sh): exact, relaxed and 100-step multi_edit calls
 //! through the real registry on 1, 10 and 100 MB files and on mixed-ending files, each
 //! against the floor of reading the same file and rewriting it atomically (temp file,
-//! fsync, rename, fsync of the directory), measured alternately in the same run.
+//! fsync, rename, fsync of the directory), measured alternately in the same run, with a
+//! pause before each measurement (an agent's think time) so background work settles.
 //! Prints medians and ratios. Not a test.
 
 use std::fs::File;
@@ -39,11 +40,17 @@ fn generate(path: &Path, bytes: usize, mixed: bool) -> usize {
     let steps = 100;
     let step_every = (bytes / 90 / steps).max(1);
     while out.len() < bytes {
-        let ending = if mixed && i % 3 == 0 { "\r\n" } else { "\n" };
+        let ending = if mixed && i.is_multiple_of(3) {
+            "\r\n"
+        } else {
+            "\n"
+        };
         if i == 10 {
-            out.push_str(&format!("fn relaxed() {{   {ending}    relaxed_target_A();{ending}}}{ending}"));
+            out.push_str(&format!(
+                "fn relaxed() {{   {ending}    relaxed_target_A();{ending}}}{ending}"
+            ));
         }
-        if i % step_every == 0 && i / step_every < steps {
+        if i.is_multiple_of(step_every) && i / step_every < steps {
             out.push_str(&format!("    let v = step_{}_A;{ending}", i / step_every));
         }
         if out.len() > bytes / 2 && !marker {
@@ -77,22 +84,53 @@ impl Bench {
     }
 }
 
-/// Run `op(round)` and the floor alternately; medians of both.
-fn measure(runs: usize, path: &Path, mut op: impl FnMut(usize) -> Duration) -> (Duration, Duration) {
+/// Run `op(round)` and the floor alternately; medians of both. The floor rewrites a
+/// copy of the file, so it does not disturb what the session knows of the original.
+fn measure(
+    runs: usize,
+    path: &Path,
+    mut op: impl FnMut(usize) -> Duration,
+) -> (Duration, Duration) {
+    let copy = path.with_extension("floor");
+    std::fs::copy(path, &copy).unwrap();
     let (mut ops, mut floors) = (Vec::new(), Vec::new());
+    // Between calls an agent thinks for seconds; let background work (the ledger's
+    // hash of what was written, the kernel's writeback) settle so each measurement
+    // starts from the same quiet state.
+    let settle = Duration::from_millis(
+        std::env::var("BENCH_SETTLE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300),
+    );
     for round in 0..runs {
-        floors.push(floor(path));
+        std::thread::sleep(settle);
+        floors.push(floor(&copy));
+        std::thread::sleep(settle);
         ops.push(op(round));
     }
+    std::fs::remove_file(&copy).unwrap();
     (median(floors), median(ops))
 }
 
 fn flip(round: usize) -> (&'static str, &'static str) {
-    if round % 2 == 0 { ("A", "B") } else { ("B", "A") }
+    if round.is_multiple_of(2) {
+        ("A", "B")
+    } else {
+        ("B", "A")
+    }
 }
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("BENCH_DIR").unwrap_or_else(|_| "/tmp/whalebox-bench/edit".into()));
+    if std::env::var("BENCH_TRACE").is_ok() {
+        tracing_subscriber::fmt()
+            .with_env_filter("whalebox=debug")
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let dir = PathBuf::from(
+        std::env::var("BENCH_DIR").unwrap_or_else(|_| "/tmp/whalebox-bench/edit".into()),
+    );
     std::fs::create_dir_all(&dir).unwrap();
     let profile_text = format!(
         "workspace = {:?}\ntools = [\"edit\"]\n[edit]\nmax_file_bytes = 4294967296\n",
@@ -102,11 +140,20 @@ fn main() {
     let (registry, _env) = whalebox::tools::build(profile).unwrap();
     let bench = Bench {
         registry,
-        runtime: tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap(),
+        runtime: tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
     };
-    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(7);
 
-    println!("{:34} {:>10} {:>10} {:>7}  target", "case", "floor", "whalebox", "ratio");
+    println!(
+        "{:34} {:>10} {:>10} {:>7}  target",
+        "case", "floor", "whalebox", "ratio"
+    );
     let report = |name: String, (floor, op): (Duration, Duration), target: &str| {
         println!(
             "{name:34} {:>8.1}ms {:>8.1}ms {:>6.2}x  {target}",
@@ -130,7 +177,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(usize::MAX);
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
-    for &(label, bytes, mixed) in cases.iter().filter(|c| c.1 <= max_bytes && c.0.contains(&only)) {
+    for &(label, bytes, mixed) in cases
+        .iter()
+        .filter(|c| c.1 <= max_bytes && c.0.contains(&only))
+    {
         let name = format!("f{}.rs", bytes);
         let path = dir.join(&name);
         let lines = generate(&path, bytes, mixed);

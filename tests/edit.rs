@@ -13,9 +13,17 @@ fn gb(s: &str) -> Vec<u8> {
 }
 
 fn utf16(s: &str, little: bool) -> Vec<u8> {
-    let mut out = if little { vec![0xFF, 0xFE] } else { vec![0xFE, 0xFF] };
+    let mut out = if little {
+        vec![0xFF, 0xFE]
+    } else {
+        vec![0xFE, 0xFF]
+    };
     for u in s.encode_utf16() {
-        out.extend_from_slice(&if little { u.to_le_bytes() } else { u.to_be_bytes() });
+        out.extend_from_slice(&if little {
+            u.to_le_bytes()
+        } else {
+            u.to_be_bytes()
+        });
     }
     out
 }
@@ -160,7 +168,9 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "curly quotes, dash and NBSP folded; untouched line keeps them",
-            before: "# “Title” — draft\nvalue\u{a0}= 'old'\n".as_bytes().to_vec(),
+            before: "# “Title” — draft\nvalue\u{a0}= 'old'\n"
+                .as_bytes()
+                .to_vec(),
             search: "# \"Title\" - draft\nvalue = 'old'",
             replace: "# \"Title\" - draft\nvalue = 'new'",
             after: "# “Title” — draft\nvalue = 'new'\n".as_bytes().to_vec(),
@@ -189,7 +199,11 @@ fn fixture_table_byte_for_byte() {
             case.name,
             String::from_utf8_lossy(&after)
         );
-        assert_eq!(env["data"]["steps"][0]["level"], case.level, "{}", case.name);
+        assert_eq!(
+            env["data"]["steps"][0]["level"], case.level,
+            "{}",
+            case.name
+        );
         let kinds: Vec<&str> = env["repairs"]
             .as_array()
             .unwrap()
@@ -219,8 +233,16 @@ fn the_result_shows_a_unified_diff_and_counts() {
 fn replace_all_and_not_unique() {
     let f = Fixture::new();
     let path = f.write("v.txt", "v = 1\nw\nv = 1\n");
-    let env = f.err("edit", &edit_args("v.txt", "v = 1", "v = 2"), "search_not_unique");
-    assert!(text(&env).contains("occurs 2 times in v.txt (lines 1, 3)"), "{}", text(&env));
+    let env = f.err(
+        "edit",
+        &edit_args("v.txt", "v = 1", "v = 2"),
+        "search_not_unique",
+    );
+    assert!(
+        text(&env).contains("occurs 2 times in v.txt (lines 1, 3)"),
+        "{}",
+        text(&env)
+    );
     assert!(text(&env).contains("replace_all"));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "v = 1\nw\nv = 1\n");
     let env = f.ok(
@@ -236,8 +258,16 @@ fn ambiguous_fuzzy_matches_are_never_applied() {
     let f = Fixture::new();
     let body = "    if x:\n        go()\n\n  if x:\n      go()\n";
     let path = f.write("amb.py", body);
-    let env = f.err("edit", &edit_args("amb.py", "if x:\ngo()", "if y:\ngo()"), "search_not_unique");
-    assert!(text(&env).contains("candidates at lines 1, 4"), "{}", text(&env));
+    let env = f.err(
+        "edit",
+        &edit_args("amb.py", "if x:\ngo()", "if y:\ngo()"),
+        "search_not_unique",
+    );
+    assert!(
+        text(&env).contains("candidates at lines 1, 4"),
+        "{}",
+        text(&env)
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), body);
 }
 
@@ -248,17 +278,28 @@ fn not_found_diagnoses_the_divergence_and_changes_nothing() {
     let path = f.write("t.rs", body);
     let env = f.err(
         "edit",
-        &edit_args("t.rs", "fn total(a: u32, b: u32) -> u32 {\n    let sum = a - b;\n    sum * 2\n}", "x"),
+        &edit_args(
+            "t.rs",
+            "fn total(a: u32, b: u32) -> u32 {\n    let sum = a - b;\n    sum * 2\n}",
+            "x",
+        ),
         "search_not_found",
     );
     let t = text(&env);
     assert!(t.contains("closest match starts at line 1; the first 1 lines agree; line 2 differs: file has `    let sum = a + b;`, you gave `    let sum = a - b;`"), "{t}");
-    assert!(t.contains(r#"read_file {"file_path": "t.rs", "offset": 1"#), "{t}");
+    assert!(
+        t.contains(r#"read_file {"file_path": "t.rs", "offset": 1"#),
+        "{t}"
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), body);
 
     let long: String = (0..45).map(|i| format!("missing line {i}\n")).collect();
     let env = f.err("edit", &edit_args("t.rs", &long, "x"), "search_not_found");
-    assert!(text(&env).contains("split it into smaller edits, or use multi_edit"), "{}", text(&env));
+    assert!(
+        text(&env).contains("split it into smaller edits, or use multi_edit"),
+        "{}",
+        text(&env)
+    );
 }
 
 #[test]
@@ -266,7 +307,11 @@ fn bad_input_is_a_clear_error_and_the_file_is_untouched() {
     let f = Fixture::new().with_profile("[edit]\nmax_file_bytes = 100\n");
     let path = f.write("f.txt", "content\n");
     f.err("edit", &edit_args("f.txt", "", "x"), "invalid_input");
-    f.err("edit", &edit_args("f.txt", "content", "content"), "invalid_input");
+    f.err(
+        "edit",
+        &edit_args("f.txt", "content", "content"),
+        "invalid_input",
+    );
     f.err("edit", &edit_args("missing.txt", "a", "b"), "not_found");
     std::fs::create_dir(f.ws.join("dir")).unwrap();
     f.err("edit", &edit_args("dir", "a", "b"), "is_directory");
@@ -275,9 +320,17 @@ fn bad_input_is_a_clear_error_and_the_file_is_untouched() {
     f.write("latin1.txt", b"caf\xe9\n");
     f.err("edit", &edit_args("latin1.txt", "caf", "x"), "undecodable");
     std::fs::write(f.outside.join("o.txt"), "outside\n").unwrap();
-    f.err("edit", &edit_args("../outside/o.txt", "outside", "x"), "path_denied");
+    f.err(
+        "edit",
+        &edit_args("../outside/o.txt", "outside", "x"),
+        "path_denied",
+    );
     std::os::unix::fs::symlink(&f.outside, f.ws.join("out")).unwrap();
-    f.err("edit", &edit_args("out/o.txt", "outside", "x"), "path_denied");
+    f.err(
+        "edit",
+        &edit_args("out/o.txt", "outside", "x"),
+        "path_denied",
+    );
     f.err(
         "write",
         &json!({"file_path": "out/new.txt", "content": "x"}).to_string(),
@@ -293,7 +346,10 @@ fn bad_input_is_a_clear_error_and_the_file_is_untouched() {
     assert!(!f.ws.join("huge.txt").exists());
     assert!(!f.outside.join("new.txt").exists());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "content\n");
-    assert_eq!(std::fs::read_to_string(f.outside.join("o.txt")).unwrap(), "outside\n");
+    assert_eq!(
+        std::fs::read_to_string(f.outside.join("o.txt")).unwrap(),
+        "outside\n"
+    );
 }
 
 #[test]
@@ -308,7 +364,10 @@ fn multi_edit_applies_in_order_or_not_at_all() {
             {"search": "  gamma  ", "replace": "GAMMA"}
         ]}"#,
     );
-    assert_eq!(std::fs::read(&path).unwrap(), b"ALPHA\r\nBETA\r\nextra\r\nGAMMA\r\n");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        b"ALPHA\r\nBETA\r\nextra\r\nGAMMA\r\n"
+    );
     assert_eq!(env["data"]["replacements"], 3);
     assert!(text(&env).contains("3 edits"), "{}", text(&env));
     assert_eq!(env["repairs"][0]["field"], "/edits/2/search");
@@ -322,7 +381,11 @@ fn multi_edit_applies_in_order_or_not_at_all() {
         ]}"#,
         "search_not_found",
     );
-    assert!(text(&env).starts_with("edits[1] (step 2 of 2) failed, so no edit was applied"), "{}", text(&env));
+    assert!(
+        text(&env).starts_with("edits[1] (step 2 of 2) failed, so no edit was applied"),
+        "{}",
+        text(&env)
+    );
     assert_eq!(env["data"]["step"], 1);
     assert_eq!(std::fs::read(&path).unwrap(), before, "disk untouched");
 }
@@ -331,17 +394,33 @@ fn multi_edit_applies_in_order_or_not_at_all() {
 fn write_creates_files_with_parents_and_the_right_endings() {
     let f = Fixture::new();
     let w = |path: &str, content: &str| {
-        f.ok("write", &json!({"file_path": path, "content": content}).to_string())
+        f.ok(
+            "write",
+            &json!({"file_path": path, "content": content}).to_string(),
+        )
     };
     let env = w("deep/new/dir/a.txt", "one\ntwo\n");
-    assert!(text(&env).starts_with("Created deep/new/dir/a.txt (2 lines"), "{}", text(&env));
-    assert_eq!(std::fs::read(f.ws.join("deep/new/dir/a.txt")).unwrap(), b"one\ntwo\n");
+    assert!(
+        text(&env).starts_with("Created deep/new/dir/a.txt (2 lines"),
+        "{}",
+        text(&env)
+    );
+    assert_eq!(
+        std::fs::read(f.ws.join("deep/new/dir/a.txt")).unwrap(),
+        b"one\ntwo\n"
+    );
     w("run.bat", "@echo off\r\necho hi\n");
-    assert_eq!(std::fs::read(f.ws.join("run.bat")).unwrap(), b"@echo off\r\necho hi\r\n");
+    assert_eq!(
+        std::fs::read(f.ws.join("run.bat")).unwrap(),
+        b"@echo off\r\necho hi\r\n"
+    );
     w("RUN.CMD", "a\nb");
     assert_eq!(std::fs::read(f.ws.join("RUN.CMD")).unwrap(), b"a\r\nb");
     w("s.ps1", "Write-Host hi\r\n");
-    assert_eq!(std::fs::read(f.ws.join("s.ps1")).unwrap(), b"Write-Host hi\n");
+    assert_eq!(
+        std::fs::read(f.ws.join("s.ps1")).unwrap(),
+        b"Write-Host hi\n"
+    );
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(f.ws.join("s.ps1")).unwrap().permissions(),
     );
@@ -363,7 +442,11 @@ fn write_over_an_unread_file_is_stale_in_a_cli_session() {
         &json!({"file_path": "keep.txt", "content": "gone"}).to_string(),
         "stale_file",
     );
-    assert!(text(&env).contains("read it first with read_file"), "{}", text(&env));
+    assert!(
+        text(&env).contains("read it first with read_file"),
+        "{}",
+        text(&env)
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious\n");
 }
 
@@ -375,12 +458,21 @@ fn write_overwrite_keeps_encoding_bom_and_endings_when_relaxed() {
         "write",
         &json!({"file_path": "gb.txt", "content": "第一行\n新的\n第二行\n"}).to_string(),
     );
-    assert_eq!(std::fs::read(&path).unwrap(), gb("第一行\r\n新的\r\n第二行\r\n"));
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        gb("第一行\r\n新的\r\n第二行\r\n")
+    );
     assert_eq!(env["data"]["encoding"], "gb18030");
     let path = f.write("bom.txt", b"\xEF\xBB\xBFa\r\n");
-    f.ok("write", &json!({"file_path": "bom.txt", "content": "b\nc\n"}).to_string());
+    f.ok(
+        "write",
+        &json!({"file_path": "bom.txt", "content": "b\nc\n"}).to_string(),
+    );
     assert_eq!(std::fs::read(&path).unwrap(), b"\xEF\xBB\xBFb\r\nc\r\n");
-    let env = f.ok("write", &json!({"file_path": "bom.txt", "content": "b\nc\n"}).to_string());
+    let env = f.ok(
+        "write",
+        &json!({"file_path": "bom.txt", "content": "b\nc\n"}).to_string(),
+    );
     assert!(text(&env).contains("nothing was written"));
 }
 
@@ -390,7 +482,8 @@ fn edit_keeps_the_file_mode() {
     let path = f.write("run.sh", "#!/bin/sh\necho old\n");
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     f.ok("edit", &edit_args("run.sh", "old", "new"));
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
     assert_eq!(mode & 0o7777, 0o755);
     let leftovers: Vec<Value> = std::fs::read_dir(&f.ws)
         .unwrap()
@@ -408,5 +501,10 @@ fn edit_through_a_symlink_inside_the_workspace_edits_the_target() {
     std::os::unix::fs::symlink("real/config.toml", f.ws.join("link.toml")).unwrap();
     f.ok("edit", &edit_args("link.toml", "x = 1", "x = 2"));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x = 2\n");
-    assert!(std::fs::symlink_metadata(f.ws.join("link.toml")).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(f.ws.join("link.toml"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }

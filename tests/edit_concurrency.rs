@@ -39,7 +39,9 @@ fn many_threads_through_one_registry_lose_no_update() {
                     "search": format!("slot {i}: empty"),
                     "replace": format!("slot {i}: done by thread {i}"),
                 });
-                let env = registry.dispatch("edit", args, CallContext::default()).await;
+                let env = registry
+                    .dispatch("edit", args, CallContext::default())
+                    .await;
                 serde_json::to_value(env).unwrap()
             }));
         }
@@ -54,7 +56,10 @@ fn many_threads_through_one_registry_lose_no_update() {
     }
     let final_text = std::fs::read_to_string(&path).unwrap();
     for i in 0..64 {
-        assert!(final_text.contains(&format!("slot {i}: done by thread {i} ")), "slot {i} lost");
+        assert!(
+            final_text.contains(&format!("slot {i}: done by thread {i} ")),
+            "slot {i} lost"
+        );
     }
     assert!(!final_text.contains("empty"));
 }
@@ -123,7 +128,11 @@ fn a_writer_killed_mid_write_leaves_the_old_or_the_new_file() {
         .enumerate()
         .map(|(v, c)| {
             let p = f.root.join(format!("args{v}.json"));
-            std::fs::write(&p, json!({"file_path": "big.txt", "content": c}).to_string()).unwrap();
+            std::fs::write(
+                &p,
+                json!({"file_path": "big.txt", "content": c}).to_string(),
+            )
+            .unwrap();
             p
         })
         .collect();
@@ -156,7 +165,9 @@ fn a_writer_killed_mid_write_leaves_the_old_or_the_new_file() {
         round += 1;
         let next = 1 - current;
         let mut child = write(next).spawn().unwrap();
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         std::thread::sleep(Duration::from_micros((seed >> 33) % span_us));
         let _ = child.kill();
         let _ = child.wait();
@@ -165,12 +176,18 @@ fn a_writer_killed_mid_write_leaves_the_old_or_the_new_file() {
             new_seen += 1;
             current = next;
         } else {
-            assert!(now == contents[current], "round {round}: the file is neither the old nor the new content");
+            assert!(
+                now == contents[current],
+                "round {round}: the file is neither the old nor the new content"
+            );
             old_seen += 1;
         }
     }
     eprintln!("kill -9 rounds: {old_seen} left the old file, {new_seen} the new one");
-    assert!(old_seen > 0 && new_seen > 0, "kills should land both before and after the rename");
+    assert!(
+        old_seen > 0 && new_seen > 0,
+        "kills should land both before and after the rename"
+    );
     // A later successful write cleans up what killed writers left behind.
     assert!(write(1 - current).status().unwrap().success());
     let leftovers: Vec<String> = std::fs::read_dir(&f.ws)

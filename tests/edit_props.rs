@@ -21,9 +21,17 @@ fn encode(text: &str, enc: Enc) -> Vec<u8> {
         Enc::Utf8Bom => [b"\xEF\xBB\xBF".as_slice(), text.as_bytes()].concat(),
         Enc::Utf16Le | Enc::Utf16Be => {
             let little = matches!(enc, Enc::Utf16Le);
-            let mut out = if little { vec![0xFF, 0xFE] } else { vec![0xFE, 0xFF] };
+            let mut out = if little {
+                vec![0xFF, 0xFE]
+            } else {
+                vec![0xFE, 0xFF]
+            };
             for u in text.encode_utf16() {
-                out.extend_from_slice(&if little { u.to_le_bytes() } else { u.to_be_bytes() });
+                out.extend_from_slice(&if little {
+                    u.to_le_bytes()
+                } else {
+                    u.to_be_bytes()
+                });
             }
             out
         }

@@ -70,7 +70,12 @@ impl Folded {
 
 /// Level 4: relaxed whole-line matching on the folded view, then a unique folded
 /// substring. `None` when folding changes nothing or finds nothing.
-pub(super) fn apply(text: &str, search: &str, replace: &str) -> Result<Option<Applied>, Failure> {
+pub(super) fn apply(
+    text: &str,
+    search: &str,
+    replace: &str,
+    spare: &mut String,
+) -> Result<Option<Applied>, Failure> {
     let folded_search = fold(search);
     let folded_text = fold(text);
     if !folded_search.changed && !folded_text.changed {
@@ -83,6 +88,7 @@ pub(super) fn apply(text: &str, search: &str, replace: &str) -> Result<Option<Ap
         search,
         replace,
         Level::UnicodeNormalized,
+        spare,
     )?;
     if let Some(mut applied) = found {
         applied.tags.insert(0, Tag::UnicodeNormalized);
@@ -106,12 +112,8 @@ pub(super) fn apply(text: &str, search: &str, replace: &str) -> Result<Option<Ap
             if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
                 return Ok(None);
             }
-            let mut out = String::with_capacity(text.len() + replace.len());
-            out.push_str(&text[..start]);
-            out.push_str(replace);
-            out.push_str(&text[end..]);
             Ok(Some(Applied {
-                text: out,
+                text: super::splice(text, start..end, replace, spare),
                 replacements: 1,
                 level: Level::UnicodeNormalized,
                 tags: vec![Tag::UnicodeNormalized],

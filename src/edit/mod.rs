@@ -61,6 +61,23 @@ pub struct Applied {
     pub line: usize,
 }
 
+/// `text` with `range` replaced by `with`, built in `spare`'s buffer (a multi-step edit
+/// hands back the previous step's text, so large files are not reallocated each step).
+pub(crate) fn splice(
+    text: &str,
+    range: std::ops::Range<usize>,
+    with: &str,
+    spare: &mut String,
+) -> String {
+    let mut out = std::mem::take(spare);
+    out.clear();
+    out.reserve(text.len() - range.len() + with.len());
+    out.push_str(&text[..range.start]);
+    out.push_str(with);
+    out.push_str(&text[range.end..]);
+    out
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failure {
     /// The request itself makes no sense (empty search, search == replace …).
@@ -88,6 +105,17 @@ pub fn apply(
     replace: &str,
     replace_all: bool,
 ) -> Result<Applied, Failure> {
+    apply_reusing(text, search, replace, replace_all, &mut String::new())
+}
+
+/// [`apply`], building the result in `spare`'s allocation when it matches.
+pub fn apply_reusing(
+    text: &str,
+    search: &str,
+    replace: &str,
+    replace_all: bool,
+    spare: &mut String,
+) -> Result<Applied, Failure> {
     if search.is_empty() {
         return Err(Failure::Invalid {
             message: "`search` is empty".into(),
@@ -100,7 +128,7 @@ pub fn apply(
             next_step: "put the new text in `replace`".into(),
         });
     }
-    if let Some(applied) = exact(text, search, replace, replace_all, Level::Exact)? {
+    if let Some(applied) = exact(text, search, replace, replace_all, Level::Exact, spare)? {
         return Ok(applied);
     }
     if let Some(applied) = relaxed::apply(
@@ -110,6 +138,7 @@ pub fn apply(
         search,
         replace,
         Level::WhitespaceRelaxed,
+        spare,
     )? {
         return Ok(applied);
     }
@@ -120,6 +149,7 @@ pub fn apply(
             &replace_u,
             replace_all,
             Level::EscapeUnwrapped,
+            spare,
         )? {
             Some(a) => Some(a),
             None => relaxed::apply(
@@ -129,6 +159,7 @@ pub fn apply(
                 &search_u,
                 &replace_u,
                 Level::EscapeUnwrapped,
+                spare,
             )?,
         };
         if let Some(mut applied) = found {
@@ -136,7 +167,7 @@ pub fn apply(
             return Ok(applied);
         }
     }
-    if let Some(applied) = fold::apply(text, search, replace)? {
+    if let Some(applied) = fold::apply(text, search, replace, spare)? {
         return Ok(applied);
     }
     let d = diagnose::diagnose(text, search);
@@ -155,6 +186,7 @@ fn exact(
     replace: &str,
     replace_all: bool,
     level: Level,
+    spare: &mut String,
 ) -> Result<Option<Applied>, Failure> {
     let finder = memchr::memmem::Finder::new(search.as_bytes());
     let find_all = || non_overlapping(&finder, text.as_bytes(), search.len());
@@ -165,21 +197,17 @@ fn exact(
     let second = positions.next();
     let line = line_of(text, first);
     match second {
-        None => {
-            let mut out = String::with_capacity(text.len() + replace.len());
-            out.push_str(&text[..first]);
-            out.push_str(replace);
-            out.push_str(&text[first + search.len()..]);
-            Ok(Some(Applied {
-                text: out,
-                replacements: 1,
-                level,
-                tags: Vec::new(),
-                line,
-            }))
-        }
+        None => Ok(Some(Applied {
+            text: splice(text, first..first + search.len(), replace, spare),
+            replacements: 1,
+            level,
+            tags: Vec::new(),
+            line,
+        })),
         Some(_) if replace_all => {
-            let mut out = String::with_capacity(text.len());
+            let mut out = std::mem::take(spare);
+            out.clear();
+            out.reserve(text.len());
             let mut last = 0;
             let mut count = 0;
             for at in find_all() {

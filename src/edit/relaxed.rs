@@ -147,6 +147,7 @@ pub(super) fn apply(
     model_search: &str,
     replace: &str,
     level: Level,
+    spare: &mut String,
 ) -> Result<Option<Applied>, Failure> {
     let search_nl = search.ends_with('\n');
     let search_core = if search_nl {
@@ -255,10 +256,7 @@ pub(super) fn apply(
         if replace_nl && search_nl && has_nl {
             replacement.push('\n');
         }
-        let mut text = String::with_capacity(orig.len() + replacement.len());
-        text.push_str(&orig[..start]);
-        text.push_str(&replacement);
-        text.push_str(&orig[end..]);
+        let text = super::splice(orig, start..end, &replacement, spare);
         let mut tags = Vec::new();
         let whitespace_differs = view_window.iter().zip(&search_lines).any(|(f, s)| f != s);
         if whitespace_differs {

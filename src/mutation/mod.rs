@@ -1,8 +1,8 @@
 //! Writing files without ever losing someone else's bytes:
 //!
-//! - [`Ledger`]: what this session last read or wrote of each file (sha256), so a
-//!   write over bytes the model never saw is refused, and an edit can say the file
-//!   changed under it.
+//! - [`Ledger`]: what this session last read or wrote of each file (sha256 and a
+//!   metadata [`Fingerprint`]), so a write over bytes the model never saw is refused,
+//!   and an edit can say the file changed under it.
 //! - [`Stripes`]: 64 mutexes picked by a hash of the path; a read-modify-write holds the
 //!   stripes of its paths (in sorted order), so calls on one file serialize and calls on
 //!   unrelated files do not wait for each other.
@@ -20,7 +20,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
@@ -31,24 +31,149 @@ pub fn sha256(bytes: &[u8]) -> Sha {
     Sha256::digest(bytes).into()
 }
 
-/// Per-session memory of file contents, by resolved path.
+/// What identifies one version of a file on disk without reading it: any write changes
+/// its size or its modification/change times (or, for an atomic replace, its inode).
+/// Two writes within one timestamp tick of each other with the same size are the blind
+/// spot, which is why a differing fingerprint is only ever a shortcut to "look closer",
+/// and the content hash has the last word where a wrong answer would lose bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Fingerprint {
+    pub fn of(m: &std::fs::Metadata) -> Fingerprint {
+        Fingerprint {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+}
+
+/// A hash that may still be being computed on a background thread.
+#[derive(Debug, Default)]
+struct ShaSlot {
+    value: Mutex<Option<Sha>>,
+    ready: Condvar,
+}
+
+impl ShaSlot {
+    fn ready(sha: Sha) -> Arc<ShaSlot> {
+        Arc::new(ShaSlot {
+            value: Mutex::new(Some(sha)),
+            ready: Condvar::new(),
+        })
+    }
+
+    fn set(&self, sha: Sha) {
+        if let Ok(mut v) = self.value.lock() {
+            *v = Some(sha);
+        }
+        self.ready.notify_all();
+    }
+
+    fn wait(&self) -> Option<Sha> {
+        let mut v = self.value.lock().ok()?;
+        while v.is_none() {
+            v = self.ready.wait(v).ok()?;
+        }
+        *v
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Seen {
+    sha: Arc<ShaSlot>,
+    fingerprint: Option<Fingerprint>,
+}
+
+/// How the file on disk relates to what this session last saw of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// This session never read or wrote it.
+    Unseen,
+    /// It holds exactly what the session last saw.
+    Same,
+    /// Someone changed it since.
+    Changed,
+}
+
+/// Per-session memory of what each file held when this session last read or wrote it:
+/// its sha256 and its [`Fingerprint`], by resolved path.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    seen: Mutex<HashMap<PathBuf, Sha>>,
+    seen: Mutex<HashMap<PathBuf, Seen>>,
 }
 
 impl Ledger {
-    pub fn record(&self, path: &Path, sha: Sha) {
-        if let Ok(mut seen) = self.seen.lock() {
-            seen.insert(path.to_path_buf(), sha);
+    /// The session has read `path`, whose bytes hash to `sha`. `fingerprint` is the
+    /// file's, when it was the same before and after the read.
+    pub fn record_read(&self, path: &Path, sha: Sha, fingerprint: Option<Fingerprint>) {
+        self.insert(
+            path,
+            Seen {
+                sha: ShaSlot::ready(sha),
+                fingerprint,
+            },
+        );
+    }
+
+    /// The session has written `bytes` to `path`. Their hash is computed on a background
+    /// thread so the call can answer now; a later check waits for it if it must.
+    pub fn record_written(&self, path: &Path, bytes: Vec<u8>, fingerprint: Option<Fingerprint>) {
+        let slot = Arc::new(ShaSlot::default());
+        let filler = Arc::clone(&slot);
+        let spawned = std::thread::Builder::new()
+            .name("whalebox-hash".into())
+            .spawn(move || filler.set(sha256(&bytes)));
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the hashing thread ({e}); the file counts as unseen");
+            return;
+        }
+        self.insert(
+            path,
+            Seen {
+                sha: slot,
+                fingerprint,
+            },
+        );
+    }
+
+    fn insert(&self, path: &Path, seen: Seen) {
+        if let Ok(mut map) = self.seen.lock() {
+            map.insert(path.to_path_buf(), seen);
         }
     }
 
-    pub fn get(&self, path: &Path) -> Option<Sha> {
+    /// Compare the file as it is now (`now`: its fingerprint, when stable while it was
+    /// read; `bytes`: what was read) with what this session last saw. The hash is only
+    /// computed when the fingerprint does not already prove the file unchanged.
+    pub fn freshness(&self, path: &Path, now: Option<Fingerprint>, bytes: &[u8]) -> Freshness {
+        let Some(seen) = self.seen.lock().ok().and_then(|m| m.get(path).cloned()) else {
+            return Freshness::Unseen;
+        };
+        if now.is_some() && now == seen.fingerprint {
+            return Freshness::Same;
+        }
+        match seen.sha.wait() {
+            Some(sha) if sha == sha256(bytes) => Freshness::Same,
+            Some(_) => Freshness::Changed,
+            None => Freshness::Unseen,
+        }
+    }
+
+    pub fn has_seen(&self, path: &Path) -> bool {
         self.seen
             .lock()
-            .ok()
-            .and_then(|seen| seen.get(path).copied())
+            .map(|m| m.contains_key(path))
+            .unwrap_or(false)
     }
 }
 
@@ -148,7 +273,13 @@ pub fn commit(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitE
     // synced; the rename waits for the verdict.
     let (same, temp) = std::thread::scope(|scope| {
         let check = expected.map(|bytes| scope.spawn(move || same_bytes(path, bytes)));
-        let temp = write_temp(dir, &name.to_string_lossy(), new, mode, current_meta.as_ref());
+        let temp = write_temp(
+            dir,
+            &name.to_string_lossy(),
+            new,
+            mode,
+            current_meta.as_ref(),
+        );
         let same = match check {
             Some(handle) => handle
                 .join()
@@ -165,7 +296,7 @@ pub fn commit(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitE
     // its size, times or inode).
     if let Some(before) = &current_meta {
         let now = std::fs::metadata(path)?;
-        if fingerprint(before) != fingerprint(&now) {
+        if Fingerprint::of(before) != Fingerprint::of(&now) {
             return Err(CommitError::Conflict);
         }
     }
@@ -205,18 +336,6 @@ fn remove_leftovers(dir: &Path, name: &str) {
     }
 }
 
-fn fingerprint(m: &std::fs::Metadata) -> (u64, u64, u64, i64, i64, i64, i64) {
-    (
-        m.dev(),
-        m.ino(),
-        m.len(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
-    )
-}
-
 /// The new content in a synced temporary file next to the target, with the target's
 /// mode (and owner, when allowed).
 fn write_temp(
@@ -231,7 +350,8 @@ fn write_temp(
         .suffix(TEMP_SUFFIX)
         .tempfile_in(dir)?;
     temp.write_all(new)?;
-    temp.as_file().set_permissions(Permissions::from_mode(mode))?;
+    temp.as_file()
+        .set_permissions(Permissions::from_mode(mode))?;
     if let Some(meta) = current {
         // Keep the owner when we may (as root, or when it is already ours).
         let _ = std::os::unix::fs::fchown(temp.as_file(), Some(meta.uid()), Some(meta.gid()));
@@ -337,12 +457,24 @@ mod tests {
     }
 
     #[test]
-    fn ledger_remembers_the_last_hash() {
+    fn ledger_compares_by_fingerprint_then_by_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"one").unwrap();
+        let fp = |p: &Path| Some(Fingerprint::of(&std::fs::metadata(p).unwrap()));
         let ledger = Ledger::default();
-        let p = Path::new("/x");
-        assert_eq!(ledger.get(p), None);
-        ledger.record(p, sha256(b"1"));
-        ledger.record(p, sha256(b"2"));
-        assert_eq!(ledger.get(p), Some(sha256(b"2")));
+        assert_eq!(ledger.freshness(&p, fp(&p), b"one"), Freshness::Unseen);
+        ledger.record_read(&p, sha256(b"one"), fp(&p));
+        assert_eq!(ledger.freshness(&p, fp(&p), b"one"), Freshness::Same);
+        // Rewritten with the same bytes: the fingerprint moved, the hash says same.
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(&p, b"one").unwrap();
+        assert_eq!(ledger.freshness(&p, fp(&p), b"one"), Freshness::Same);
+        std::fs::write(&p, b"two!").unwrap();
+        assert_eq!(ledger.freshness(&p, fp(&p), b"two!"), Freshness::Changed);
+        // What the session writes is hashed in the background and counts as seen.
+        ledger.record_written(&p, b"two!".to_vec(), None);
+        assert_eq!(ledger.freshness(&p, None, b"two!"), Freshness::Same);
+        assert_eq!(ledger.freshness(&p, None, b"other"), Freshness::Changed);
     }
 }

@@ -20,7 +20,8 @@ pub fn lines_inclusive(text: &str) -> Vec<&str> {
 
 /// How many lines [`lines_inclusive`] would give.
 pub fn count_lines(text: &str) -> usize {
-    bytecount::count(text.as_bytes(), b'\n') + usize::from(!text.is_empty() && !text.ends_with('\n'))
+    bytecount::count(text.as_bytes(), b'\n')
+        + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 /// Align `old` with `new` line slices: a complete script of equal/changed runs.
@@ -204,7 +205,9 @@ pub fn align_texts<'a>(old: &'a str, new: &'a str, context: usize) -> Aligned<'a
 
 /// Append `op`, joining it to a preceding equal run (grouping looks at one run only).
 fn push_merged(ops: &mut Vec<DiffOp>, op: DiffOp) {
-    if let (Some(DiffOp::Equal { len, .. }), DiffOp::Equal { len: more, .. }) = (ops.last_mut(), &op) {
+    if let (Some(DiffOp::Equal { len, .. }), DiffOp::Equal { len: more, .. }) =
+        (ops.last_mut(), &op)
+    {
         *len += more;
         return;
     }
@@ -400,7 +403,10 @@ mod tests {
             let aligned = align_texts(old, new, 1);
             let full = align(&lines_inclusive(old), &lines_inclusive(new));
             let total = |ops: &[DiffOp]| -> (usize, usize) {
-                (ops.iter().map(|o| o.old_range().len()).sum(), ops.iter().map(|o| o.new_range().len()).sum())
+                (
+                    ops.iter().map(|o| o.old_range().len()).sum(),
+                    ops.iter().map(|o| o.new_range().len()).sum(),
+                )
             };
             assert_eq!(total(&aligned.ops), total(&full), "{old:?} -> {new:?}");
             assert_eq!(total(&aligned.ops), (count_lines(old), count_lines(new)));

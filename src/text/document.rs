@@ -16,7 +16,7 @@ use serde::Serialize;
 use similar::DiffOp;
 
 use super::diff::align_texts;
-use super::{DecodeError, Detected, decode_text};
+use super::{DecodeError, Detected, Sniff, decode_text, sniff, utf8_string};
 
 /// How one line ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -49,13 +49,21 @@ pub enum Style {
     Mixed,
 }
 
+/// The original ending of each `\n` of the normalized text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Endings {
+    /// Every line break is this one (no per-line table needed).
+    Uniform(Ending),
+    /// Line by line, in order.
+    PerLine(Vec<Ending>),
+}
+
 #[derive(Debug, Clone)]
 pub struct Document {
     pub detected: Detected,
     /// The text with every line ending as `\n`.
     pub text: String,
-    /// The original ending of each `\n` in `text`, in order.
-    endings: Vec<Ending>,
+    endings: Endings,
 }
 
 impl Document {
@@ -70,35 +78,63 @@ impl Document {
         })
     }
 
+    /// [`Self::decode`], taking the bytes. For plain UTF-8 without BOM or `\r` (most
+    /// files) the bytes become the text without a copy, and `None` is returned for the
+    /// original (it is `doc.text`); otherwise the original bytes come back as well.
+    pub fn decode_owned(bytes: Vec<u8>) -> Result<(Document, Option<Vec<u8>>), DecodeError> {
+        if sniff(&bytes) == Sniff::Text && memchr::memchr(b'\r', &bytes).is_none() {
+            match utf8_string(bytes) {
+                Ok(text) => {
+                    let doc = Document {
+                        detected: Detected::UTF8,
+                        text,
+                        endings: Endings::Uniform(Ending::Lf),
+                    };
+                    return Ok((doc, None));
+                }
+                Err((bytes, _)) => {
+                    let doc = Document::decode(&bytes)?;
+                    return Ok((doc, Some(bytes)));
+                }
+            }
+        }
+        let doc = Document::decode(&bytes)?;
+        Ok((doc, Some(bytes)))
+    }
+
     /// A document for a file that does not exist yet: UTF-8 without BOM, with `ending`
     /// for every line.
     pub fn new_file(ending: Ending) -> Document {
         Document {
             detected: Detected::UTF8,
             text: String::new(),
-            endings: vec![ending],
+            endings: Endings::Uniform(ending),
         }
     }
 
     pub fn style(&self) -> Style {
-        let Some(&first) = self.endings.first() else {
-            return Style::None;
-        };
-        if self.text.is_empty() && self.endings.len() == 1 {
-            // A new file: the ending it will be given.
-            return style_of(first);
-        }
-        if self.endings.iter().all(|&e| e == first) {
-            style_of(first)
-        } else {
-            Style::Mixed
+        match &self.endings {
+            // A file without any line break has no style (a new, empty one has the
+            // style it will be given).
+            Endings::Uniform(_)
+                if !self.text.is_empty()
+                    && memchr::memchr(b'\n', self.text.as_bytes()).is_none() =>
+            {
+                Style::None
+            }
+            Endings::Uniform(e) => style_of(*e),
+            Endings::PerLine(_) => Style::Mixed,
         }
     }
 
-    /// The ending most lines have (LF for a file without any).
+    /// The ending most lines have (LF on a tie or when there is none).
     pub fn dominant(&self) -> Ending {
+        let per_line = match &self.endings {
+            Endings::Uniform(e) => return *e,
+            Endings::PerLine(v) => v,
+        };
         let mut counts = [0usize; 3];
-        for e in &self.endings {
+        for e in per_line {
             counts[*e as usize] += 1;
         }
         [Ending::Lf, Ending::Crlf, Ending::Cr]
@@ -109,24 +145,21 @@ impl Document {
 
     /// `new` (LF-normalized) with this file's line endings restored.
     pub fn restore_endings<'a>(&self, new: &'a str) -> Cow<'a, str> {
-        match self.style() {
-            Style::None | Style::Lf => Cow::Borrowed(new),
-            Style::Crlf | Style::Cr => {
-                let ending = self.endings[0].as_str();
-                Cow::Owned(new.replace('\n', ending))
-            }
-            Style::Mixed => Cow::Owned(self.restore_mixed(new)),
+        match &self.endings {
+            Endings::Uniform(Ending::Lf) => Cow::Borrowed(new),
+            Endings::Uniform(e) => Cow::Owned(new.replace('\n', e.as_str())),
+            Endings::PerLine(per_line) => Cow::Owned(self.restore_mixed(new, per_line)),
         }
     }
 
-    fn restore_mixed(&self, new: &str) -> String {
+    fn restore_mixed(&self, new: &str, per_line: &[Ending]) -> String {
         let aligned = align_texts(&self.text, new, 0);
         // The new text's lines, consumed in order as the script walks them.
-        let mut new_lines = new.split_inclusive('\n');
+        let mut new_lines = Lines { rest: new };
         let dominant = self.dominant();
         let mut out = String::with_capacity(new.len() + new.len() / 16);
         let mut previous: Option<Ending> = None;
-        let old_ending = |i: usize| self.endings.get(i).copied();
+        let old_ending = |i: usize| per_line.get(i).copied();
         for op in &aligned.ops {
             let (old_range, new_range) = (op.old_range(), op.new_range());
             let equal = matches!(op, DiffOp::Equal { .. });
@@ -201,6 +234,7 @@ impl Document {
         let plain = self.detected.encoding == UTF_8 && !self.detected.has_bom();
         match self.restore_endings(&new) {
             Cow::Borrowed(_) if plain => new.into_bytes(),
+            Cow::Owned(restored) if plain => restored.into_bytes(),
             restored => self.encode(&restored),
         }
     }
@@ -216,32 +250,66 @@ fn style_of(e: Ending) -> Style {
 
 /// `\r\n`, `\n` and a lone `\r` all end a line; the result has `\n` only, plus the
 /// original ending of each.
-fn normalize(text: String) -> (String, Vec<Ending>) {
-    if !text.contains('\r') {
-        let endings = vec![Ending::Lf; bytecount::count(text.as_bytes(), b'\n')];
-        return (text, endings);
+fn normalize(text: String) -> (String, Endings) {
+    if memchr::memchr(b'\r', text.as_bytes()).is_none() {
+        return (text, Endings::Uniform(Ending::Lf));
     }
-    let mut out = String::with_capacity(text.len());
+    // Compact in place: CRLF loses its CR, a lone CR becomes LF. Only ASCII bytes are
+    // removed or replaced, so the result is still UTF-8.
+    let mut bytes = text.into_bytes();
     let mut endings = Vec::new();
-    let mut rest = text.as_str();
-    while let Some(i) = rest.find(['\r', '\n']) {
-        out.push_str(&rest[..i]);
-        out.push('\n');
-        if rest.as_bytes()[i] == b'\n' {
-            endings.push(Ending::Lf);
-            rest = &rest[i + 1..];
-        } else if rest.as_bytes().get(i + 1) == Some(&b'\n') {
-            endings.push(Ending::Crlf);
-            rest = &rest[i + 2..];
+    let (mut read, mut write) = (0, 0);
+    while let Some(i) = memchr::memchr2(b'\r', b'\n', &bytes[read..]) {
+        let at = read + i;
+        // Classify before writing: `write` may equal `at`.
+        let (ending, next) = if bytes[at] == b'\n' {
+            (Ending::Lf, at + 1)
+        } else if bytes.get(at + 1) == Some(&b'\n') {
+            (Ending::Crlf, at + 2)
         } else {
-            endings.push(Ending::Cr);
-            rest = &rest[i + 1..];
-        }
+            (Ending::Cr, at + 1)
+        };
+        bytes.copy_within(read..at, write);
+        write += at - read;
+        bytes[write] = b'\n';
+        write += 1;
+        endings.push(ending);
+        read = next;
     }
-    out.push_str(rest);
+    let len = bytes.len();
+    bytes.copy_within(read..len, write);
+    bytes.truncate(write + (len - read));
+    let out = match utf8_string(bytes) {
+        Ok(s) => s,
+        // Unreachable: only ASCII bytes were touched. Stay lossless anyway.
+        Err((bytes, _)) => String::from_utf8_lossy(&bytes).into_owned(),
+    };
+    let endings = match endings.first() {
+        Some(&first) if endings.iter().all(|&e| e == first) => Endings::Uniform(first),
+        None => Endings::Uniform(Ending::Lf),
+        Some(_) => Endings::PerLine(endings),
+    };
     (out, endings)
 }
 
+/// Lines with their `\n` (the last may have none), found with memchr.
+struct Lines<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', self.rest.as_bytes()).map_or(self.rest.len(), |i| i + 1);
+        let (line, rest) = self.rest.split_at(end);
+        self.rest = rest;
+        Some(line)
+    }
+}
 
 /// Normalize text the model sent (which may carry its own CRLFs) to `\n` endings.
 pub fn normalize_input(text: &str) -> String {

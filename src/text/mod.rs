@@ -111,6 +111,24 @@ pub struct Decoded {
     pub line_endings: LineEndings,
 }
 
+/// `bytes` as a `&str`, or the offset of the first invalid byte (SIMD-validated).
+pub fn utf8_str(bytes: &[u8]) -> Result<&str, usize> {
+    simdutf8::compat::from_utf8(bytes).map_err(|e| e.valid_up_to())
+}
+
+/// `bytes` as a `String` without copying them, or the bytes back with the offset of the
+/// first invalid byte.
+pub fn utf8_string(bytes: Vec<u8>) -> Result<String, (Vec<u8>, usize)> {
+    match simdutf8::compat::from_utf8(&bytes) {
+        // SAFETY: simdutf8 has just validated exactly these bytes as UTF-8.
+        Ok(_) => Ok(unsafe { String::from_utf8_unchecked(bytes) }),
+        Err(e) => {
+            let at = e.valid_up_to();
+            Err((bytes, at))
+        }
+    }
+}
+
 /// Decode a whole buffer strictly: BOM first, then UTF-8, then GB18030. The text is
 /// exactly as stored (BOM removed, line endings untouched). Each byte is validated once.
 pub fn decode_text(bytes: &[u8]) -> Result<(String, Detected), DecodeError> {
@@ -119,9 +137,9 @@ pub fn decode_text(bytes: &[u8]) -> Result<(String, Detected), DecodeError> {
         Sniff::Bom(detected) => {
             let body = &bytes[detected.bom_len..];
             let text = if detected.encoding == UTF_8 {
-                std::str::from_utf8(body)
-                    .map_err(|e| DecodeError::Undecodable {
-                        offset: e.valid_up_to() + detected.bom_len,
+                utf8_str(body)
+                    .map_err(|at| DecodeError::Undecodable {
+                        offset: at + detected.bom_len,
                     })?
                     .to_owned()
             } else {
@@ -135,13 +153,11 @@ pub fn decode_text(bytes: &[u8]) -> Result<(String, Detected), DecodeError> {
             };
             Ok((text, detected))
         }
-        Sniff::Text => match std::str::from_utf8(bytes) {
+        Sniff::Text => match utf8_str(bytes) {
             Ok(text) => Ok((text.to_owned(), Detected::UTF8)),
-            Err(e) => match GB18030.decode_without_bom_handling_and_without_replacement(bytes) {
+            Err(at) => match GB18030.decode_without_bom_handling_and_without_replacement(bytes) {
                 Some(text) => Ok((text.into_owned(), Detected::GB18030)),
-                None => Err(DecodeError::Undecodable {
-                    offset: e.valid_up_to(),
-                }),
+                None => Err(DecodeError::Undecodable { offset: at }),
             },
         },
     }

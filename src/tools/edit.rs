@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -15,7 +16,7 @@ use crate::core::{
 };
 use crate::edit::{self, Applied, Failure, Level, Tag};
 use crate::guard::{Access, Allowed};
-use crate::mutation::{CommitError, Expect, commit, sha256};
+use crate::mutation::{CommitError, Expect, Fingerprint, Freshness, commit};
 use crate::text::{DecodeError, Document, Ending, Style, diff, normalize_input};
 
 use super::Env;
@@ -55,10 +56,25 @@ fn edit_schema_item() -> Value {
 }
 
 /// A file loaded for editing: its resolved path, its bytes as read, and the document.
-struct Loaded<'a> {
+struct Loaded {
     allowed: Allowed,
-    bytes: &'a [u8],
     doc: Document,
+    /// The file's bytes when they are not simply `doc.text` (see [`Document::decode_owned`]).
+    original: Option<Vec<u8>>,
+    /// The file's fingerprint, if it held still while it was read.
+    fingerprint: Option<Fingerprint>,
+}
+
+impl Loaded {
+    /// The bytes as read from disk.
+    fn bytes(&self) -> &[u8] {
+        self.original.as_deref().unwrap_or(self.doc.text.as_bytes())
+    }
+
+    fn freshness(&self, env: &Env) -> Freshness {
+        env.ledger
+            .freshness(&self.allowed.abs, self.fingerprint, self.bytes())
+    }
 }
 
 fn decode_error(shown: &str, size: u64, e: DecodeError) -> ToolError {
@@ -94,21 +110,21 @@ fn too_large(shown: &str, size: u64, max: u64) -> ToolError {
     )
 }
 
-/// Read an existing file for a read-modify-write: its bytes, after checking it is a
+/// Read and decode an existing file for a read-modify-write, after checking it is a
 /// regular file within the size limit.
-fn read_existing(env: &Env, allowed: &Allowed) -> Result<Vec<u8>, ToolError> {
+fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
     let shown = allowed.shown.clone();
     let meta = match std::fs::metadata(&allowed.abs) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut err = io_error(env, allowed, e);
+            let mut err = io_error(env, &allowed, e);
             err.next_step = format!(
                 "{}; to create the file use write {{\"file_path\": \"{shown}\", \"content\": …}}",
                 err.next_step
             );
             return Err(err);
         }
-        Err(e) => return Err(io_error(env, allowed, e)),
+        Err(e) => return Err(io_error(env, &allowed, e)),
     };
     if meta.is_dir() {
         return Err(ToolError::new(
@@ -127,34 +143,31 @@ fn read_existing(env: &Env, allowed: &Allowed) -> Result<Vec<u8>, ToolError> {
     if meta.len() > max {
         return Err(too_large(&shown, meta.len(), max));
     }
-    std::fs::read(&allowed.abs).map_err(|e| io_error(env, allowed, e))
-}
-
-/// Decode what [`read_existing`] read.
-fn decode_loaded(allowed: Allowed, bytes: &[u8]) -> Result<Loaded<'_>, ToolError> {
-    let doc = Document::decode(bytes)
-        .map_err(|e| decode_error(&allowed.shown, bytes.len() as u64, e))?;
+    let bytes = std::fs::read(&allowed.abs).map_err(|e| io_error(env, &allowed, e))?;
+    let fingerprint = std::fs::metadata(&allowed.abs)
+        .ok()
+        .map(|after| Fingerprint::of(&after))
+        .filter(|after| *after == Fingerprint::of(&meta));
+    let size = bytes.len() as u64;
+    let (doc, original) =
+        Document::decode_owned(bytes).map_err(|e| decode_error(&allowed.shown, size, e))?;
     Ok(Loaded {
         allowed,
-        bytes,
         doc,
+        original,
+        fingerprint,
     })
 }
 
-/// Commit `new_bytes` over what `loaded` read, and remember it as seen. The hash of the
-/// new bytes is computed on a second thread while the commit writes and syncs.
+/// Commit `new_bytes` where `expect` holds, and remember them as seen (their hash is
+/// computed in the background).
 fn store(
     env: &Env,
     allowed: &Allowed,
     expect: Expect<'_>,
-    new_bytes: &[u8],
+    new_bytes: Vec<u8>,
 ) -> Result<(), ToolError> {
-    let (committed, sha) = std::thread::scope(|scope| {
-        let hashing = scope.spawn(|| sha256(new_bytes));
-        let committed = commit(&allowed.abs, expect, new_bytes);
-        (committed, hashing.join().ok())
-    });
-    committed.map_err(|e| match e {
+    commit(&allowed.abs, expect, &new_bytes).map_err(|e| match e {
         CommitError::Conflict => ToolError::new(
             Code::WriteConflict,
             format!(
@@ -165,9 +178,11 @@ fn store(
         ),
         CommitError::Io(e) => io_error(env, allowed, e),
     })?;
-    if let Some(sha) = sha {
-        env.ledger.record(&allowed.abs, sha);
-    }
+    let fingerprint = std::fs::metadata(&allowed.abs)
+        .ok()
+        .map(|m| Fingerprint::of(&m));
+    env.ledger
+        .record_written(&allowed.abs, new_bytes, fingerprint);
     Ok(())
 }
 
@@ -288,19 +303,18 @@ fn failure(shown: &str, f: Failure, step: Option<(usize, usize)>) -> ToolError {
     err
 }
 
-/// Note for a file that changed on disk since this session last saw it; `current` is
-/// the hash of the bytes just read (computed only when there is something to compare).
-fn freshness(env: &Env, loaded: &Loaded, current: Option<crate::mutation::Sha>) -> (Option<String>, Value) {
-    match (env.ledger.get(&loaded.allowed.abs), current) {
-        (Some(seen), Some(current)) if seen != current => (
+/// Note for a file that changed on disk since this session last saw it.
+fn freshness_note(loaded: &Loaded, freshness: Freshness) -> (Option<String>, Value) {
+    match freshness {
+        Freshness::Changed => (
             Some(format!(
                 "Note: {} changed on disk since you last read it; the edit was applied to its current content.",
                 loaded.allowed.shown
             )),
             json!(true),
         ),
-        (Some(_), _) => (None, json!(false)),
-        (None, _) => (None, Value::Null),
+        Freshness::Same => (None, json!(false)),
+        Freshness::Unseen => (None, Value::Null),
     }
 }
 
@@ -311,18 +325,20 @@ fn edit_file(
     steps: &[(String, String, bool)],
     multi: bool,
 ) -> ToolResult {
+    let started = Instant::now();
     let allowed = guarded(env, file_path, Access::Write)?;
     let _lock = env.stripes.lock(&[&allowed.abs]);
-    let bytes = read_existing(env, &allowed)?;
-    // Whether the file moved since this session saw it: hashed on a second thread
-    // while the file is decoded and the edit computed.
-    let seen_before = env.ledger.get(&allowed.abs).is_some();
-    std::thread::scope(|scope| {
-        let hashing = seen_before.then(|| scope.spawn(|| sha256(&bytes)));
-        let current = move || hashing.and_then(|h| h.join().ok());
-        let loaded = decode_loaded(allowed, &bytes)?;
-        apply_steps(env, &loaded, steps, multi, current)
-    })
+    let loaded = load(env, allowed)?;
+    let loaded_at = started.elapsed();
+    let result = apply_steps(env, &loaded, steps, multi);
+    tracing::debug!(
+        path = %loaded.allowed.shown,
+        bytes = loaded.bytes().len(),
+        load_us = loaded_at.as_micros() as u64,
+        total_us = started.elapsed().as_micros() as u64,
+        "edit timings"
+    );
+    result
 }
 
 fn apply_steps(
@@ -330,11 +346,11 @@ fn apply_steps(
     loaded: &Loaded,
     steps: &[(String, String, bool)],
     multi: bool,
-    current_sha: impl FnOnce() -> Option<crate::mutation::Sha>,
 ) -> ToolResult {
     let shown = loaded.allowed.shown.clone();
     // Steps after the first work on the previous step's text; the first on the file's.
     let mut edited: Option<String> = None;
+    let mut spare = String::new();
     let mut results: Vec<Applied> = Vec::with_capacity(steps.len());
     let mut repairs = Vec::new();
     for (i, (search, replace, all)) in steps.iter().enumerate() {
@@ -342,15 +358,18 @@ fn apply_steps(
         let replace = normalize_input(replace);
         let step = multi.then_some((i, steps.len()));
         let current = edited.as_deref().unwrap_or(&loaded.doc.text);
-        let mut applied =
-            edit::apply(current, &search, &replace, *all).map_err(|f| failure(&shown, f, step))?;
+        let mut applied = edit::apply_reusing(current, &search, &replace, *all, &mut spare)
+            .map_err(|f| failure(&shown, f, step))?;
         let field = if multi {
             format!("/edits/{i}/search")
         } else {
             "/search".to_string()
         };
         repairs.extend(repairs_for(&applied, &field));
-        edited = Some(std::mem::take(&mut applied.text));
+        // The previous step's text becomes the next step's output buffer.
+        if let Some(previous) = edited.replace(std::mem::take(&mut applied.text)) {
+            spare = previous;
+        }
         results.push(applied);
     }
     let text = edited.unwrap_or_default();
@@ -360,20 +379,30 @@ fn apply_steps(
             "put the new text in replace",
         ));
     }
+    let applied_at = Instant::now();
     let budget = env.profile.output.max_chars.saturating_sub(SUMMARY_RESERVE);
     let (diff_text, stats) = diff::unified(&loaded.doc.text, &text, &shown, budget);
+    let diffed_at = Instant::now();
     let new_bytes = loaded.doc.into_bytes(text);
     let max = env.profile.edit.max_file_bytes;
     if new_bytes.len() as u64 > max {
         return Err(too_large(&shown, new_bytes.len() as u64, max));
     }
-    let (note, changed_since_read) = freshness(env, loaded, current_sha());
+    let (note, changed_since_read) = freshness_note(loaded, loaded.freshness(env));
+    let bytes_after = new_bytes.len();
+    let checked_at = Instant::now();
     store(
         env,
         &loaded.allowed,
-        Expect::Bytes(loaded.bytes),
-        &new_bytes,
+        Expect::Bytes(loaded.bytes()),
+        new_bytes,
     )?;
+    tracing::debug!(
+        diff_us = (diffed_at - applied_at).as_micros() as u64,
+        freshness_us = (checked_at - diffed_at).as_micros() as u64,
+        commit_us = checked_at.elapsed().as_micros() as u64,
+        "edit phases"
+    );
 
     let total: usize = results.iter().map(|a| a.replacements).sum();
     let mut out = if multi {
@@ -416,8 +445,8 @@ fn apply_steps(
         })).collect::<Vec<_>>(),
         "encoding": loaded.doc.detected.name(),
         "line_endings": style_name(loaded.doc.style()),
-        "bytes_before": loaded.bytes.len(),
-        "bytes_after": new_bytes.len(),
+        "bytes_before": loaded.bytes().len(),
+        "bytes_after": bytes_after,
         "lines_added": stats.added,
         "lines_removed": stats.removed,
         "changed_since_read": changed_since_read,
@@ -631,10 +660,7 @@ impl Write {
                 format!("{shown} is a directory"),
                 "give the path of a file, not a directory",
             )),
-            Ok(_) => {
-                let bytes = read_existing(env, &allowed)?;
-                self.overwrite(decode_loaded(allowed, &bytes)?, &content)
-            }
+            Ok(_) => self.overwrite(load(env, allowed)?, &content),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.create(allowed, &content),
             Err(e) => Err(io_error(env, &allowed, e)),
         }
@@ -648,31 +674,31 @@ impl Write {
         let ending = new_file_ending(&allowed.abs);
         let doc = Document::new_file(ending);
         let bytes = doc.to_bytes(content);
-        store(env, &allowed, Expect::Absent, &bytes)?;
+        let size = bytes.len();
+        store(env, &allowed, Expect::Absent, bytes)?;
         let lines = content.lines().count();
         let text = format!(
             "Created {} ({lines} line{}, {} bytes, UTF-8, {} line endings).",
             allowed.shown,
             plural(lines),
-            bytes.len(),
+            size,
             if ending == Ending::Crlf { "CRLF" } else { "LF" }
         );
         Ok(ToolOutput::new(
             text,
             json!({
-                "path": allowed.shown, "created": true, "bytes": bytes.len(), "lines": lines,
+                "path": allowed.shown, "created": true, "bytes": size, "lines": lines,
                 "encoding": "utf-8", "line_endings": style_name(doc.style()),
             }),
         ))
     }
 
-    fn overwrite(&self, loaded: Loaded<'_>, content: &str) -> ToolResult {
+    fn overwrite(&self, loaded: Loaded, content: &str) -> ToolResult {
         let env = &self.env;
         let shown = loaded.allowed.shown.clone();
         if env.profile.edit.write_requires_read {
-            let current = sha256(loaded.bytes);
-            match env.ledger.get(&loaded.allowed.abs) {
-                None => {
+            match loaded.freshness(env) {
+                Freshness::Unseen => {
                     return Err(ToolError::new(
                         Code::StaleFile,
                         format!(
@@ -683,7 +709,7 @@ impl Write {
                         ),
                     ));
                 }
-                Some(seen) if seen != current => {
+                Freshness::Changed => {
                     return Err(ToolError::new(
                         Code::StaleFile,
                         format!(
@@ -694,7 +720,7 @@ impl Write {
                         ),
                     ));
                 }
-                Some(_) => {}
+                Freshness::Same => {}
             }
         }
         if content == loaded.doc.text {
@@ -704,17 +730,18 @@ impl Write {
             ));
         }
         let new_bytes = loaded.doc.to_bytes(content);
+        let bytes_after = new_bytes.len();
         store(
             env,
             &loaded.allowed,
-            Expect::Bytes(loaded.bytes),
-            &new_bytes,
+            Expect::Bytes(loaded.bytes()),
+            new_bytes,
         )?;
         let budget = env.profile.output.max_chars.saturating_sub(SUMMARY_RESERVE);
         let (diff_text, stats) = diff::unified(&loaded.doc.text, content, &shown, budget);
         let text = format!(
             "Overwrote {shown} ({} bytes; kept encoding {} and {} line endings).\n{diff_text}",
-            new_bytes.len(),
+            bytes_after,
             loaded.doc.detected.name(),
             style_name(loaded.doc.style()),
         );
@@ -722,7 +749,7 @@ impl Write {
             text,
             json!({
                 "path": shown, "created": false, "changed": true,
-                "bytes_before": loaded.bytes.len(), "bytes_after": new_bytes.len(),
+                "bytes_before": loaded.bytes().len(), "bytes_after": bytes_after,
                 "encoding": loaded.doc.detected.name(),
                 "line_endings": style_name(loaded.doc.style()),
                 "lines_added": stats.added, "lines_removed": stats.removed,

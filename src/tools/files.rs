@@ -11,6 +11,7 @@ use crate::core::{
     run_blocking,
 };
 use crate::guard::Access;
+use crate::mutation::Fingerprint;
 use crate::text::{DecodeError, Page, PageError, PageRequest, read_page};
 
 use super::Env;
@@ -140,8 +141,13 @@ impl ReadFile {
             PageError::Io(e) => io_error(env, &allowed, e),
         })?;
         if let Some(sha) = page.sha256 {
-            // What the model has now seen: a later write over it is not stale.
-            env.ledger.record(&allowed.abs, sha);
+            // What the model has now seen: a later write over it is not stale. The
+            // fingerprint counts only if the file held still while it was read.
+            let fingerprint = std::fs::metadata(&allowed.abs)
+                .ok()
+                .map(|after| Fingerprint::of(&after))
+                .filter(|after| *after == Fingerprint::of(&meta));
+            env.ledger.record_read(&allowed.abs, sha, fingerprint);
         }
         self.render(&shown, size, first, &page)
     }
