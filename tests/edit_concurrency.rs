@@ -73,7 +73,11 @@ fn two_processes_editing_one_file_lose_no_update() {
     let run = move |parity: usize| {
         let mut conflicts = 0;
         for i in (parity..40).step_by(2) {
-            loop {
+            for attempt in 0.. {
+                assert!(
+                    attempt < 50,
+                    "slot {i}: still conflicting after 50 attempts"
+                );
                 let args = json!({
                     "file_path": "shared.txt",
                     "search": format!("slot {i}: empty"),
