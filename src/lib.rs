@@ -19,5 +19,6 @@ pub mod guard;
 pub mod mcp;
 pub mod mutation;
 pub mod profile;
+pub mod shell;
 pub mod text;
 pub mod tools;

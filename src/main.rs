@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use whalebox::core::{CallContext, Code, Envelope, Registry};
 use whalebox::profile::{LoadOptions, Profile};
-use whalebox::tools::{self, Env};
+use whalebox::tools::{self, Env, Session};
 
 const EXIT_TOOL_ERROR: u8 = 1;
 const EXIT_USAGE: u8 = 2;
@@ -106,6 +106,16 @@ enum ProfileCommand {
 }
 
 fn main() -> ExitCode {
+    // The task supervisor is a hidden mode of this binary, dispatched before clap so it
+    // starts fast and its arguments are never parsed as whalebox options.
+    let mut argv = std::env::args_os().skip(1);
+    if argv.next().as_deref()
+        == Some(std::ffi::OsStr::new(
+            whalebox::shell::supervisor::SUBCOMMAND,
+        ))
+    {
+        whalebox::shell::supervisor::main(argv.collect());
+    }
     let cli = Cli::parse();
     let serving = matches!(cli.command, Command::Serve { .. });
     init_logging(serving);
@@ -153,7 +163,7 @@ async fn run(cli: Cli) -> ExitCode {
 }
 
 /// Load the profile and build the registry, or explain on stderr why not.
-fn setup(args: &ProfileArgs) -> Result<(Registry, Arc<Env>), ExitCode> {
+fn setup(args: &ProfileArgs, session: Session) -> Result<(Registry, Arc<Env>), ExitCode> {
     let profile = Profile::load(&args.load_options()).map_err(|e| {
         eprintln!("whalebox: profile error: {e}");
         ExitCode::from(EXIT_USAGE)
@@ -161,14 +171,14 @@ fn setup(args: &ProfileArgs) -> Result<(Registry, Arc<Env>), ExitCode> {
     for warning in &profile.warnings {
         tracing::warn!("{}: {warning}", profile.source_name());
     }
-    tools::build(profile).map_err(|e| {
+    tools::build_session(profile, session).map_err(|e| {
         eprintln!("whalebox: profile error: {e}");
         ExitCode::from(EXIT_USAGE)
     })
 }
 
 async fn serve(args: &ProfileArgs) -> ExitCode {
-    let (registry, env) = match setup(args) {
+    let (registry, env) = match setup(args, Session::Server) {
         Ok(ok) => ok,
         Err(code) => return code,
     };
@@ -182,7 +192,17 @@ async fn serve(args: &ProfileArgs) -> ExitCode {
         "serving MCP on stdio"
     );
     let server = whalebox::mcp::Server::new(Arc::new(registry), &env);
-    match server.serve_stdio().await {
+    let served = tokio::select! {
+        r = server.serve_stdio() => r.map_err(|e| e.to_string()),
+        signal = shutdown_signal() => {
+            tracing::info!("{signal}: shutting down");
+            Ok(())
+        }
+    };
+    // Every task's processes go with the server (the supervisors' parent-death signal
+    // covers a server that is killed outright).
+    env.tasks.kill_all();
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("whalebox: {e}");
@@ -223,7 +243,7 @@ async fn call(
         }
         (None, None) => "{}".to_string(),
     };
-    let (registry, _env) = match setup(profile) {
+    let (registry, env) = match setup(profile, Session::OneShot) {
         Ok(ok) => ok,
         Err(code) => return code,
     };
@@ -250,6 +270,8 @@ async fn call(
         }
     };
     let envelope = registry.dispatch(tool, value, CallContext::default()).await;
+    // A one-shot call is its own session: nothing it started outlives it.
+    env.tasks.kill_all();
     print_envelope(&envelope);
     if envelope.ok {
         ExitCode::SUCCESS
@@ -286,7 +308,7 @@ fn example_args(schema: &Value) -> String {
 }
 
 fn list_tools(as_json: bool, profile: &ProfileArgs) -> ExitCode {
-    let (registry, _env) = match setup(profile) {
+    let (registry, _env) = match setup(profile, Session::OneShot) {
         Ok(ok) => ok,
         Err(code) => return code,
     };
@@ -314,7 +336,7 @@ fn list_tools(as_json: bool, profile: &ProfileArgs) -> ExitCode {
 }
 
 fn check_profile(args: ProfileArgs) -> ExitCode {
-    let (registry, env) = match setup(&args) {
+    let (registry, env) = match setup(&args, Session::OneShot) {
         Ok(ok) => ok,
         Err(code) => return code,
     };
@@ -348,4 +370,25 @@ fn check_profile(args: ProfileArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// SIGTERM, SIGINT or SIGHUP: the server should stop (and take its tasks with it).
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    tokio::select! {
+        _ = next(&mut term) => "SIGTERM",
+        _ = next(&mut int) => "SIGINT",
+        _ = next(&mut hup) => "SIGHUP",
+    }
 }

@@ -41,6 +41,14 @@ pub enum Code {
     WriteConflict,
     /// write: the file was not read in this session, or changed since; nothing was written.
     StaleFile,
+    /// shell: no task with that id in this session.
+    TaskNotFound,
+    /// shell: the profile's cap on live tasks is reached.
+    TaskLimit,
+    /// An operation did not finish within its bound.
+    Timeout,
+    /// The request cannot be carried out this way (e.g. arrow keys to a pipe task).
+    Unsupported,
     /// A bug or an unexpected I/O failure inside whalebox.
     Internal,
 }
@@ -62,6 +70,10 @@ impl Code {
         Code::SearchNotUnique,
         Code::WriteConflict,
         Code::StaleFile,
+        Code::TaskNotFound,
+        Code::TaskLimit,
+        Code::Timeout,
+        Code::Unsupported,
         Code::Internal,
     ];
 
@@ -81,6 +93,10 @@ impl Code {
             Code::SearchNotUnique => "search_not_unique",
             Code::WriteConflict => "write_conflict",
             Code::StaleFile => "stale_file",
+            Code::TaskNotFound => "task_not_found",
+            Code::TaskLimit => "task_limit",
+            Code::Timeout => "timeout",
+            Code::Unsupported => "unsupported",
             Code::Internal => "internal",
         }
     }

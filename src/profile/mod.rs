@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
 
 /// Tool groups enabled when a profile does not say.
-const DEFAULT_GROUPS: &[&str] = &["files", "search", "edit"];
+const DEFAULT_GROUPS: &[&str] = &["files", "search", "edit", "shell"];
+/// No call waits longer than this before answering: clients time out at 60 s.
+pub const YIELD_CEILING_MS: u64 = 50_000;
 /// Skill directories used when a profile does not say (relative ones: in the workspace).
 const DEFAULT_SKILL_DIRS: &[&str] = &[".agents/skills", "~/.agents/skills"];
 const MIN_MAX_CHARS: usize = 200;
@@ -52,6 +54,8 @@ struct ProfileFile {
     output: OutputSection,
     #[serde(default)]
     edit: EditSection,
+    #[serde(default)]
+    shell: ShellSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -95,6 +99,90 @@ impl Default for EditSection {
     }
 }
 
+/// `[shell]`: how shell_run starts commands and how many it keeps.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellSection {
+    /// The shell (a path, or a name looked up in PATH); default: zsh, else bash, else sh.
+    pub program: Option<String>,
+    /// Let the shell read the user's rc files (off: hermetic `zsh -f` / `bash --norc`).
+    pub rc_files: bool,
+    /// Extra variables for every command.
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Server variables passed through by name (nothing else is, so secrets stay out).
+    pub pass_env: Vec<String>,
+    /// Live tasks at once.
+    pub max_tasks: usize,
+    /// How long shell_run waits by default before answering with a task id.
+    pub default_yield_ms: u64,
+    /// The longest wait a call may ask for (at most 50000).
+    pub max_yield_ms: u64,
+    /// Output kept per task (head and tail).
+    pub buffer_bytes: usize,
+    /// PTY size.
+    pub pty_rows: u16,
+    pub pty_cols: u16,
+}
+
+impl Default for ShellSection {
+    fn default() -> Self {
+        ShellSection {
+            program: None,
+            rc_files: false,
+            env: Default::default(),
+            pass_env: Vec::new(),
+            max_tasks: 16,
+            default_yield_ms: 15_000,
+            max_yield_ms: YIELD_CEILING_MS,
+            buffer_bytes: 1024 * 1024,
+            pty_rows: 24,
+            pty_cols: 80,
+        }
+    }
+}
+
+impl ShellSection {
+    fn check(&mut self, warnings: &mut Vec<String>) -> Result<(), String> {
+        for name in self.env.keys().chain(&self.pass_env) {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(format!(
+                    "shell: {name:?} is not a valid environment variable name"
+                ));
+            }
+        }
+        if self.env.values().any(|v| v.contains('\0')) {
+            return Err("shell.env: a value contains a NUL byte".into());
+        }
+        if self.max_tasks == 0 {
+            return Err("shell.max_tasks = 0 would refuse every command; use at least 1".into());
+        }
+        if self.max_yield_ms > YIELD_CEILING_MS {
+            warnings.push(format!(
+                "shell.max_yield_ms = {} is above {YIELD_CEILING_MS} (clients time out at 60 s); using {YIELD_CEILING_MS}",
+                self.max_yield_ms
+            ));
+            self.max_yield_ms = YIELD_CEILING_MS;
+        }
+        if self.default_yield_ms > self.max_yield_ms {
+            warnings.push(format!(
+                "shell.default_yield_ms = {} is above max_yield_ms; using {}",
+                self.default_yield_ms, self.max_yield_ms
+            ));
+            self.default_yield_ms = self.max_yield_ms;
+        }
+        if self.buffer_bytes < 4096 {
+            return Err(format!(
+                "shell.buffer_bytes = {} is too small; use at least 4096",
+                self.buffer_bytes
+            ));
+        }
+        if self.pty_rows == 0 || self.pty_cols == 0 {
+            return Err("shell.pty_rows and pty_cols must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 /// `[skills]`: where `SKILL.md` skills are discovered (resolved, possibly missing).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SkillsSection {
@@ -113,6 +201,7 @@ pub struct Profile {
     pub skills: SkillsSection,
     pub output: OutputSection,
     pub edit: EditSection,
+    pub shell: ShellSection,
     /// Things that are not errors but deserve a look (a missing read root …).
     pub warnings: Vec<String>,
 }
@@ -234,6 +323,8 @@ impl Profile {
                 raw.output.max_chars
             )));
         }
+        let mut shell = raw.shell;
+        shell.check(&mut warnings).map_err(&invalid)?;
         Ok(Profile {
             source: file.map(Path::to_path_buf),
             workspace,
@@ -243,6 +334,7 @@ impl Profile {
             skills: SkillsSection { dirs: skill_dirs },
             output: raw.output,
             edit: raw.edit,
+            shell,
             warnings,
         })
     }

@@ -1,14 +1,16 @@
 //! The tool catalog: which groups exist, which tools each group registers, and the
 //! shared [`Env`] (profile, path guard, skills) the tools of one session work in.
 //!
-//! Groups: `files` (read_file, list_dir, load_skill), `search` (grep, search_files) and
-//! `edit` (edit, multi_edit, write).
+//! Groups: `files` (read_file, list_dir, load_skill), `search` (grep, search_files),
+//! `edit` (edit, multi_edit, write) and `shell` (shell_run, shell_wait, write_stdin,
+//! shell_cancel).
 //! Each group lives in its own module; adding one is a module plus a row in [`GROUPS`].
 
 mod common;
 mod edit;
 mod files;
 mod search;
+mod shell;
 mod skills;
 mod walk;
 
@@ -18,6 +20,8 @@ use crate::core::{Registry, RegistryError};
 use crate::guard::PathGuard;
 use crate::mutation::{Ledger, Stripes};
 use crate::profile::Profile;
+use crate::shell::TaskTable;
+use crate::shell::task::Limits;
 
 pub use skills::{Skill, SkillIndex};
 
@@ -31,10 +35,21 @@ pub struct Env {
     pub ledger: Ledger,
     /// Serializes read-modify-write calls on the same file.
     pub stripes: Stripes,
+    /// The shell tasks this session started.
+    pub tasks: TaskTable,
+    pub session: Session,
+}
+
+/// What kind of session the tools serve: a server (tasks outlive calls) or one CLI
+/// call (whatever is still running when the call returns is stopped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session {
+    Server,
+    OneShot,
 }
 
 impl Env {
-    pub fn new(profile: Profile) -> Result<Env, CatalogError> {
+    pub fn new(profile: Profile, session: Session) -> Result<Env, CatalogError> {
         let guard = PathGuard::new(
             &profile.workspace,
             &profile.read_roots,
@@ -45,12 +60,20 @@ impl Env {
             source: e,
         })?;
         let skills = SkillIndex::discover(&guard);
+        let tasks = TaskTable::new(Limits {
+            max_live: profile.shell.max_tasks,
+            max_kept: 64,
+            keep_ended: std::time::Duration::from_secs(30 * 60),
+            buffer_bytes: profile.shell.buffer_bytes,
+        });
         Ok(Env {
             profile,
             guard,
             skills,
             ledger: Ledger::default(),
             stripes: Stripes::default(),
+            tasks,
+            session,
         })
     }
 }
@@ -79,6 +102,11 @@ pub const GROUPS: &[Group] = &[
         summary: "edit, multi_edit, write",
         register: edit::register,
     },
+    Group {
+        name: "shell",
+        summary: "shell_run, shell_wait, write_stdin, shell_cancel",
+        register: shell::register,
+    },
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -98,8 +126,16 @@ pub enum CatalogError {
     Registry(#[from] RegistryError),
 }
 
-/// Build the registry of every tool the profile enables.
+/// Build the registry of every tool the profile enables, for a server session.
 pub fn build(profile: Profile) -> Result<(Registry, Arc<Env>), CatalogError> {
+    build_session(profile, Session::Server)
+}
+
+/// Build the registry of every tool the profile enables.
+pub fn build_session(
+    profile: Profile,
+    session: Session,
+) -> Result<(Registry, Arc<Env>), CatalogError> {
     for group in &profile.tools {
         if !GROUPS.iter().any(|g| g.name == group) {
             return Err(CatalogError::UnknownGroup {
@@ -110,7 +146,7 @@ pub fn build(profile: Profile) -> Result<(Registry, Arc<Env>), CatalogError> {
         }
     }
     let mut registry = Registry::new(profile.output.max_chars);
-    let env = Arc::new(Env::new(profile)?);
+    let env = Arc::new(Env::new(profile, session)?);
     for group in GROUPS {
         if env.profile.tools.iter().any(|g| g == group.name) {
             (group.register)(&env, &mut registry)?;

@@ -1,0 +1,219 @@
+//! Diagnoses of a task from what it printed and how it is doing: a prompt waiting for
+//! input, network failures, a missing program, output still flowing or silence. Each
+//! comes with the next step.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Diagnosis {
+    pub kind: &'static str,
+    pub message: String,
+    pub next_step: String,
+}
+
+fn d(kind: &'static str, message: impl Into<String>, next: impl Into<String>) -> Diagnosis {
+    Diagnosis {
+        kind,
+        message: message.into(),
+        next_step: next.into(),
+    }
+}
+
+/// What the task's state says.
+pub struct Facts<'a> {
+    pub task_id: &'a str,
+    pub running: bool,
+    pub exit_code: Option<i32>,
+    /// The end of the output, as text.
+    pub tail: &'a str,
+    /// Seconds since the last output (None: nothing printed yet).
+    pub silent_for: Option<f64>,
+    pub elapsed: f64,
+    pub interactive: &'a [String],
+    pub long_running: &'a [String],
+    pub is_pty: bool,
+}
+
+const NETWORK: &[(&str, &str)] = &[
+    ("Could not resolve host", "name resolution failed"),
+    (
+        "Temporary failure in name resolution",
+        "name resolution failed",
+    ),
+    ("Name or service not known", "name resolution failed"),
+    ("getaddrinfo", "name resolution failed"),
+    ("Network is unreachable", "the network is unreachable"),
+    ("No route to host", "the network is unreachable"),
+    ("Connection refused", "the connection was refused"),
+    ("Connection timed out", "the connection timed out"),
+];
+
+pub fn diagnose(f: &Facts) -> Vec<Diagnosis> {
+    let mut out = Vec::new();
+    let last_line = f
+        .tail
+        .trim_end_matches(['\n', '\r'])
+        .rsplit('\n')
+        .next()
+        .unwrap_or("");
+    let line = last_line.trim_end();
+    let lower = line.to_ascii_lowercase();
+    if f.running {
+        let prompt = lower.ends_with("password:")
+            || lower.contains("passphrase")
+            || lower.ends_with("[y/n]")
+            || lower.ends_with("[y/n]?")
+            || lower.ends_with("(yes/no)?")
+            || lower.ends_with("(yes/no)")
+            || lower.ends_with("(yes/no/[fingerprint])?")
+            || last_line.ends_with("? ")
+            || last_line.ends_with("> ")
+            || last_line.ends_with(": ") && lower.contains("enter");
+        if prompt {
+            let how = if f.is_pty {
+                format!(
+                    "answer with write_stdin {{\"task_id\": \"{}\", \"input\": \"…\", \"keys\": [\"enter\"]}}",
+                    f.task_id
+                )
+            } else {
+                format!(
+                    "answer with write_stdin {{\"task_id\": \"{}\", \"input\": \"…\\n\"}}; for a password, run it with mode \"pty\" or make the command non-interactive",
+                    f.task_id
+                )
+            };
+            out.push(d(
+                "prompt",
+                format!("the command is waiting for input: `{}`", line.trim()),
+                how,
+            ));
+        }
+    }
+    for (needle, what) in NETWORK {
+        if f.tail.contains(needle) {
+            out.push(d(
+                "network",
+                format!("{what} (`{needle}` in the output)"),
+                "the sandbox or machine may have no network for this host; use a local mirror or cache, or ask the user",
+            ));
+            break;
+        }
+    }
+    if f.exit_code == Some(127) {
+        let program = f
+            .tail
+            .lines()
+            .rev()
+            .find_map(|l| {
+                let l = l.trim();
+                l.strip_suffix(": command not found")
+                    .or_else(|| l.strip_suffix(": not found"))
+                    .map(|p| p.rsplit(": ").next().unwrap_or(p).to_string())
+                    .or_else(|| {
+                        l.split_once("command not found: ")
+                            .map(|(_, p)| p.trim().to_string())
+                    })
+            })
+            .unwrap_or_else(|| "requested".into());
+        out.push(d(
+            "not_found",
+            format!("exit 127: the program `{program}` was not found"),
+            "check the name and PATH (`command -v NAME`), or install it",
+        ));
+    }
+    if f.exit_code == Some(126) {
+        out.push(d(
+            "not_executable",
+            "exit 126: the program could not be executed (permissions, or not a binary)",
+            "check its mode with `ls -l`, or run it through its interpreter",
+        ));
+    }
+    if f.running && out.iter().all(|x| x.kind != "prompt") {
+        let wait = format!(
+            "shell_wait {{\"task_id\": \"{}\"}} to keep waiting, or shell_cancel to stop it",
+            f.task_id
+        );
+        match f.silent_for {
+            Some(s) if s < 2.0 => out.push(d(
+                "producing_output",
+                format!("still running after {:.1} s and still printing", f.elapsed),
+                wait,
+            )),
+            Some(s) => out.push(d(
+                "silent",
+                format!("still running after {:.1} s; no output for {s:.1} s", f.elapsed),
+                if f.interactive.is_empty() {
+                    wait
+                } else {
+                    format!(
+                        "{} may be waiting for input: look with shell_wait, answer with write_stdin, or shell_cancel",
+                        f.interactive.join(", ")
+                    )
+                },
+            )),
+            None => out.push(d(
+                "silent",
+                format!("still running after {:.1} s with no output yet", f.elapsed),
+                wait,
+            )),
+        }
+        if !f.long_running.is_empty() {
+            out.push(d(
+                "long_running",
+                format!("{} commonly takes a while", f.long_running.join(", ")),
+                "let it run in the background and check with shell_wait",
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<'a>(tail: &'a str, running: bool, code: Option<i32>) -> Facts<'a> {
+        Facts {
+            task_id: "t1",
+            running,
+            exit_code: code,
+            tail,
+            silent_for: Some(5.0),
+            elapsed: 10.0,
+            interactive: &[],
+            long_running: &[],
+            is_pty: false,
+        }
+    }
+
+    #[test]
+    fn prompts_network_and_missing_programs_are_named() {
+        let kinds = |f: &Facts| diagnose(f).into_iter().map(|d| d.kind).collect::<Vec<_>>();
+        assert_eq!(
+            kinds(&facts("[sudo] password for me: \nPassword:", true, None)),
+            ["prompt"]
+        );
+        assert_eq!(kinds(&facts("Continue? [y/N]", true, None)), ["prompt"]);
+        assert_eq!(
+            kinds(&facts("Are you sure (yes/no)? ", true, None)),
+            ["prompt"]
+        );
+        assert_eq!(
+            kinds(&facts(
+                "curl: (6) Could not resolve host: example.com\n",
+                false,
+                Some(6)
+            )),
+            ["network"]
+        );
+        let nf = diagnose(&facts("zsh:1: command not found: frob\n", false, Some(127)));
+        assert!(nf[0].message.contains("`frob`"), "{nf:?}");
+        let nf = diagnose(&facts(
+            "bash: line 1: frob: command not found\n",
+            false,
+            Some(127),
+        ));
+        assert!(nf[0].message.contains("`frob`"), "{nf:?}");
+        assert_eq!(kinds(&facts("building…\n", true, None)), ["silent"]);
+        assert!(kinds(&facts("done\n", false, Some(0))).is_empty());
+    }
+}

@@ -1,0 +1,270 @@
+//! Starting a task: the child environment, the shell's argv, and the spawn itself
+//! (pipes or a PTY), always through the supervisor (see `supervisor.rs`).
+//!
+//! Every spawn happens on one long-lived thread: Linux delivers the parent-death signal
+//! when the *thread* that forked exits, and the runtime's blocking threads come and go.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize};
+use serde::Serialize;
+
+use super::supervisor;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Pipe,
+    Pty,
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub mode: Mode,
+    pub argv: Vec<OsString>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub rows: u16,
+    pub cols: u16,
+}
+
+/// How to talk to a started task.
+pub enum Input {
+    Pipe(std::process::ChildStdin),
+    Pty {
+        writer: Box<dyn Write + Send>,
+        // Kept so the terminal stays open; the child handle is kept unused (the task
+        // reaps the supervisor with waitpid).
+        _master: Box<dyn MasterPty + Send>,
+        _child: Box<dyn portable_pty::Child + Send + Sync>,
+    },
+}
+
+pub struct Started {
+    /// The supervisor's pid, which is also the task's process group.
+    pub pid: i32,
+    pub output: Box<dyn Read + Send>,
+    pub input: Input,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+fn spawner() -> &'static Mutex<mpsc::Sender<Job>> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("whalebox-spawner".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .expect("start the spawner thread");
+        Mutex::new(tx)
+    })
+}
+
+/// Start `spec` under a supervisor, on the spawner thread.
+pub fn start(spec: Spec) -> std::io::Result<Started> {
+    let (tx, rx) = mpsc::channel();
+    let job: Job = Box::new(move || {
+        let _ = tx.send(start_here(spec));
+    });
+    spawner()
+        .lock()
+        .map_err(|_| std::io::Error::other("the spawner lock is poisoned"))?
+        .send(job)
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+}
+
+fn supervisor_argv(spec: &Spec) -> std::io::Result<(PathBuf, Vec<OsString>)> {
+    let exe = std::env::current_exe()?;
+    let mut args: Vec<OsString> = vec![
+        supervisor::SUBCOMMAND.into(),
+        std::process::id().to_string().into(),
+        "--".into(),
+    ];
+    args.extend(spec.argv.iter().cloned());
+    Ok((exe, args))
+}
+
+fn start_here(spec: Spec) -> std::io::Result<Started> {
+    let (exe, args) = supervisor_argv(&spec)?;
+    match spec.mode {
+        Mode::Pipe => {
+            let (reader, writer) = std::io::pipe()?;
+            let mut cmd = std::process::Command::new(exe);
+            cmd.args(args)
+                .env_clear()
+                .envs(spec.env.iter().map(|(k, v)| (k, v)))
+                .current_dir(&spec.cwd)
+                .process_group(0)
+                .stdin(std::process::Stdio::piped())
+                .stdout(writer.try_clone()?)
+                .stderr(writer);
+            let mut child = cmd.spawn()?;
+            // Our copies of the write end must close, or the reader never sees EOF.
+            drop(cmd);
+            let stdin = child.stdin.take().expect("stdin was piped");
+            Ok(Started {
+                pid: child.id() as i32,
+                output: Box::new(reader),
+                input: Input::Pipe(stdin),
+            })
+        }
+        Mode::Pty => {
+            let pair = portable_pty::native_pty_system()
+                .openpty(PtySize {
+                    rows: spec.rows,
+                    cols: spec.cols,
+                    pixel_width: 0,
+                    pixel_height: 0,
+                })
+                .map_err(|e| std::io::Error::other(format!("cannot open a PTY: {e}")))?;
+            let mut cmd = CommandBuilder::new(exe);
+            cmd.args(args);
+            cmd.env_clear();
+            for (k, v) in &spec.env {
+                cmd.env(k, v);
+            }
+            cmd.cwd(&spec.cwd);
+            let child = pair
+                .slave
+                .spawn_command(cmd)
+                .map_err(|e| std::io::Error::other(format!("cannot start in a PTY: {e}")))?;
+            drop(pair.slave);
+            let pid = child
+                .process_id()
+                .ok_or_else(|| std::io::Error::other("the PTY child has no pid"))?
+                as i32;
+            let output = pair
+                .master
+                .try_clone_reader()
+                .map_err(|e| std::io::Error::other(format!("PTY reader: {e}")))?;
+            let writer = pair
+                .master
+                .take_writer()
+                .map_err(|e| std::io::Error::other(format!("PTY writer: {e}")))?;
+            Ok(Started {
+                pid,
+                output,
+                input: Input::Pty {
+                    writer,
+                    _master: pair.master,
+                    _child: child,
+                },
+            })
+        }
+    }
+}
+
+/// Variables passed through from the server's environment when set.
+const INHERITED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TMPDIR",
+    "XDG_RUNTIME_DIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// The child's environment: a short inherited list and `pass_env`, then the hygiene
+/// settings, then the profile's `[shell] env`, then the call's `env`.
+pub fn child_env(
+    mode: Mode,
+    shell: &Path,
+    pass_env: &[String],
+    profile_env: &[(String, String)],
+    call_env: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut set = |k: &str, v: String| {
+        env.retain(|(name, _)| name != k);
+        env.push((k.to_string(), v));
+    };
+    for name in INHERITED
+        .iter()
+        .copied()
+        .chain(pass_env.iter().map(String::as_str))
+    {
+        if let Ok(value) = std::env::var(name) {
+            set(name, value);
+        }
+    }
+    if std::env::var_os("PATH").is_none() {
+        set("PATH", "/usr/local/bin:/usr/bin:/bin".into());
+    }
+    set("SHELL", shell.display().to_string());
+    set("PAGER", "cat".into());
+    set("GIT_PAGER", "cat".into());
+    set("NO_COLOR", "1".into());
+    match mode {
+        Mode::Pipe => {
+            set("TERM", "dumb".into());
+            // Without a terminal git would wait forever for credentials.
+            set("GIT_TERMINAL_PROMPT", "0".into());
+        }
+        Mode::Pty => set("TERM", "xterm-256color".into()),
+    }
+    for (k, v) in profile_env.iter().chain(call_env) {
+        set(k, v.clone());
+    }
+    env
+}
+
+/// The shell to use: the profile's, else zsh, else bash, else sh, from PATH.
+pub fn find_shell(configured: Option<&str>) -> Option<PathBuf> {
+    let lookup = |name: &str| -> Option<PathBuf> {
+        if name.contains('/') {
+            let p = PathBuf::from(name);
+            return p.is_file().then_some(p);
+        }
+        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+        std::env::split_paths(&path)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    };
+    match configured {
+        Some(name) => lookup(name),
+        None => ["zsh", "bash", "sh"].iter().find_map(|n| lookup(n)),
+    }
+}
+
+/// argv for running `command` with `shell`, hermetic unless `rc_files`.
+pub fn shell_argv(shell: &Path, command: &str, rc_files: bool) -> Vec<OsString> {
+    let name = shell
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut argv: Vec<OsString> = vec![shell.into()];
+    if !rc_files {
+        match name.as_str() {
+            "zsh" => argv.push("-f".into()),
+            "bash" => {
+                argv.push("--noprofile".into());
+                argv.push("--norc".into());
+            }
+            _ => {}
+        }
+    }
+    argv.push("-c".into());
+    argv.push(command.into());
+    argv
+}

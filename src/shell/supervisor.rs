@@ -1,0 +1,200 @@
+//! The supervisor: a small process between whalebox and each task's shell
+//! (`whalebox __supervise SERVER_PID -- SHELL ARGS…`). It leads the task's process
+//! group (and, for PTYs, its session), so that:
+//!
+//! - it dies with the server: a parent-death signal (SIGHUP) reaches it even when the
+//!   server is SIGKILLed, and it then kills every process of the task;
+//! - nothing escapes: as a child subreaper it inherits the task's orphans, even ones
+//!   that left the process group with `setsid`, and when the shell exits it kills what
+//!   is left, so a finished task has no processes behind it;
+//! - it reports the shell's status as its own (exit code, or the same signal).
+//!
+//! SIGINT, SIGQUIT, SIGTSTP and SIGTERM sent to the group are for the shell: the
+//! supervisor catches them with handlers that do nothing (handlers, unlike ignored
+//! dispositions, are reset by exec, so the shell gets the defaults).
+
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{Pid, getpgrp, getpid, getppid};
+
+/// The hidden subcommand that runs [`main`].
+pub const SUBCOMMAND: &str = "__supervise";
+
+static HANGUP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_hangup(_: libc_int) {
+    HANGUP.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_ignored(_: libc_int) {}
+
+#[allow(non_camel_case_types)]
+type libc_int = std::ffi::c_int;
+
+fn handle(sig: Signal, handler: extern "C" fn(libc_int)) {
+    let action = SigAction::new(
+        SigHandler::Handler(handler),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handlers only store to an atomic, which is async-signal-safe.
+    let _ = unsafe { signal::sigaction(sig, &action) };
+}
+
+/// Run as the supervisor: `args` are what follows the subcommand.
+pub fn main(args: Vec<OsString>) -> ! {
+    let mut it = args.into_iter();
+    let server: Option<i32> = it.next().and_then(|s| s.to_str()?.parse().ok());
+    let rest: Vec<OsString> = it.skip_while(|a| a != "--").skip(1).collect();
+    let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
+        eprintln!("whalebox {SUBCOMMAND}: usage: SERVER_PID -- SHELL ARGS…");
+        std::process::exit(2);
+    };
+    handle(Signal::SIGHUP, on_hangup);
+    for sig in [
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGTSTP,
+        Signal::SIGTERM,
+    ] {
+        handle(sig, on_ignored);
+    }
+    let _ = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGHUP));
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+    if getppid().as_raw() != server {
+        // The server died before the parent-death signal was armed.
+        std::process::exit(129);
+    }
+    let shell_pid = match std::process::Command::new(shell).args(shell_args).spawn() {
+        Ok(child) => Pid::from_raw(child.id() as i32),
+        Err(e) => {
+            eprintln!(
+                "whalebox: cannot start the shell {}: {e}",
+                shell.to_string_lossy()
+            );
+            std::process::exit(127);
+        }
+    };
+    let mut status = None;
+    loop {
+        if HANGUP.load(Ordering::SeqCst) {
+            kill_everything();
+            std::process::exit(129);
+        }
+        match waitpid(None, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == shell_pid => {
+                status = Some(Ok(code));
+                break;
+            }
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == shell_pid => {
+                status = Some(Err(sig));
+                break;
+            }
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => break,
+        }
+    }
+    kill_everything();
+    match status {
+        Some(Ok(code)) => std::process::exit(code),
+        Some(Err(sig)) => {
+            let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+            // SAFETY: restoring the default disposition.
+            let _ = unsafe { signal::sigaction(sig, &default) };
+            let _ = signal::sigprocmask(
+                signal::SigmaskHow::SIG_UNBLOCK,
+                Some(&SigSet::from(sig)),
+                None,
+            );
+            let _ = signal::raise(sig);
+            std::process::exit(128 + sig as i32);
+        }
+        None => std::process::exit(126),
+    }
+}
+
+/// SIGKILL every process of the task (its process group, and the orphans this
+/// subreaper inherited), reaping them, until none is left.
+fn kill_everything() {
+    let me = getpid();
+    let group = getpgrp();
+    let _ = signal::sigprocmask(signal::SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), None);
+    for _ in 0..200 {
+        let mut victims = children_of(me);
+        victims.extend(group_members(group, me));
+        victims.sort_unstable();
+        victims.dedup();
+        if victims.is_empty() {
+            break;
+        }
+        for pid in &victims {
+            let _ = signal::kill(*pid, Signal::SIGKILL);
+        }
+        while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            if st == WaitStatus::StillAlive {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+        if st == WaitStatus::StillAlive {
+            break;
+        }
+    }
+}
+
+fn children_of(pid: Pid) -> Vec<Pid> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .map(Pid::from_raw),
+            );
+        }
+    }
+    out
+}
+
+fn group_members(group: Pid, me: Pid) -> Vec<Pid> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid == me.as_raw() {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the `(comm)`: state ppid pgrp …
+        let Some((_, after)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        if fields.get(2).and_then(|p| p.parse::<i32>().ok()) == Some(group.as_raw())
+            && fields.first() != Some(&"Z")
+        {
+            out.push(Pid::from_raw(pid));
+        }
+    }
+    out
+}

@@ -1,0 +1,592 @@
+//! The `shell` group: shell_run, shell_wait, write_stdin and shell_cancel. Commands run
+//! in tasks (see `crate::shell`); a call waits a bounded time and then answers, with
+//! the task id when the command is still running.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::core::{
+    BoxFuture, CallContext, Code, Registry, RegistryError, Tool, ToolError, ToolOutput, ToolResult,
+};
+use crate::guard::Access;
+use crate::shell::diagnose::{Facts, diagnose};
+use crate::shell::spawn::{self, Spec};
+use crate::shell::task::StartError;
+use crate::shell::{Exit, Mode, Task, cap_output, classify, strip_terminal};
+
+use super::common::{args, guarded};
+use super::{Env, Session};
+
+pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), RegistryError> {
+    registry.register("shell", Arc::new(ShellRun { env: env.clone() }))?;
+    registry.register("shell", Arc::new(ShellWait { env: env.clone() }))?;
+    registry.register("shell", Arc::new(WriteStdin { env: env.clone() }))?;
+    registry.register("shell", Arc::new(ShellCancel { env: env.clone() }))?;
+    Ok(())
+}
+
+const DEFAULT_STDIN_WAIT_MS: u64 = 250;
+const MAX_STDIN_WAIT_MS: u64 = 10_000;
+
+fn find_task(env: &Env, id: &str) -> Result<Arc<Task>, ToolError> {
+    env.tasks.get(id).ok_or_else(|| {
+        let known = env.tasks.ids();
+        let list = if known.is_empty() {
+            "this session has no tasks".to_string()
+        } else {
+            format!("known tasks: {}", known.join(", "))
+        };
+        ToolError::new(
+            Code::TaskNotFound,
+            format!("no task `{id}` in this session ({list})"),
+            "use a task_id that shell_run returned in this session; ended tasks are pruned after 30 minutes",
+        )
+        .with_data(json!({"tasks": known}))
+    })
+}
+
+/// The result of a task at this moment: the output since the last read, status,
+/// diagnoses. `notes` are said before the status line.
+fn report(env: &Env, task: &Task, notes: &[String]) -> ToolOutput {
+    let mut st = task.lock();
+    let running = st.ended_at.is_none();
+    let chunk = st.buffer.read_new(!running);
+    let total_bytes = st.buffer.total_bytes();
+    let total_lines = st.buffer.total_lines();
+    let tail = st.buffer.tail_text(400);
+    let silent_for = st.last_output.map(|t| t.elapsed().as_secs_f64());
+    let exit = st.exit;
+    let elapsed = st
+        .ended_at
+        .unwrap_or_else(Instant::now)
+        .duration_since(task.started);
+    drop(st);
+
+    let decode = |b: &[u8]| match task.mode {
+        Mode::Pty => strip_terminal(b),
+        Mode::Pipe => String::from_utf8_lossy(b).into_owned(),
+    };
+    let before_gap = if chunk.dropped > 0 {
+        chunk.gap_at
+    } else {
+        chunk.bytes.len()
+    };
+    let mut output = decode(&chunk.bytes[..before_gap]);
+    if chunk.dropped > 0 {
+        output.push_str(&format!(
+            "\n… {} bytes not kept (the task's buffer keeps the start and the end) …\n",
+            chunk.dropped
+        ));
+        output.push_str(&decode(&chunk.bytes[chunk.gap_at..]));
+    }
+    // Leave room under the registry's cap for the status and diagnoses.
+    let room = env.profile.output.max_chars.saturating_sub(1500).max(200);
+    let (output, cut) = cap_output(&output, room);
+
+    let (code, signal) = match exit {
+        Some(Exit::Code(c)) => (Some(c), None),
+        Some(Exit::Signal(s)) => (None, Some(s)),
+        None => (None, None),
+    };
+    let shape = classify::profile(&task.command);
+    let diagnoses = diagnose(&Facts {
+        task_id: &task.id,
+        running,
+        exit_code: code,
+        tail: &if task.mode == Mode::Pty {
+            strip_terminal(tail.as_bytes())
+        } else {
+            tail
+        },
+        silent_for,
+        elapsed: elapsed.as_secs_f64(),
+        interactive: &shape.interactive,
+        long_running: &shape.long_running,
+        is_pty: task.mode == Mode::Pty,
+    });
+    let status = if running {
+        "running"
+    } else if signal.is_some() {
+        "killed"
+    } else {
+        "exited"
+    };
+    let mut text = output;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let secs = elapsed.as_secs_f64();
+    let lines = format!("{total_lines} lines, {total_bytes} bytes of output");
+    let status_line = match (code, signal) {
+        _ if running => format!("[still running · task {} · {secs:.1} s · {lines}]", task.id),
+        (Some(c), _) => format!("[exit {c} · {secs:.2} s · {lines}]"),
+        (_, Some(s)) => format!("[killed by signal {s} · {secs:.2} s · {lines}]"),
+        _ => format!("[ended · {secs:.2} s]"),
+    };
+    text.push_str(&status_line);
+    text.push('\n');
+    for note in notes {
+        text.push_str(&format!("Note: {note}\n"));
+    }
+    for d in &diagnoses {
+        text.push_str(&format!(
+            "Diagnosis: {}. Next step: {}.\n",
+            d.message, d.next_step
+        ));
+    }
+    if running {
+        if diagnoses.is_empty() {
+            text.push_str(&format!(
+                "Next step: shell_wait {{\"task_id\": \"{}\"}} for more output or the exit, write_stdin to type into it, shell_cancel to stop it.\n",
+                task.id
+            ));
+        }
+        if env.session == Session::OneShot {
+            text.push_str(
+                "Note: `whalebox call` is a session of one call, so this task is stopped when the call returns; \
+                 run long commands through `whalebox serve`, or give a longer yield_time_ms.\n",
+            );
+        }
+    }
+    let data = json!({
+        "task_id": task.id,
+        "status": status,
+        "exit_code": code,
+        "signal": signal,
+        "duration_ms": elapsed.as_millis() as u64,
+        "mode": task.mode,
+        "output_bytes": total_bytes,
+        "output_lines": total_lines,
+        "output_truncated": cut || chunk.dropped > 0,
+        "read_only": classify::read_only(&task.command),
+        "interactive": shape.interactive,
+        "long_running": shape.long_running,
+        "diagnoses": diagnoses,
+    });
+    ToolOutput::new(text, data)
+}
+
+pub(crate) struct ShellRun {
+    env: Arc<Env>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+enum ModeArg {
+    #[default]
+    Auto,
+    Pipe,
+    Pty,
+}
+
+#[derive(Deserialize)]
+struct RunArgs {
+    command: String,
+    cwd: Option<String>,
+    #[serde(default)]
+    mode: ModeArg,
+    yield_time_ms: Option<u64>,
+    #[serde(default)]
+    background: bool,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
+}
+
+impl Tool for ShellRun {
+    fn name(&self) -> &str {
+        "shell_run"
+    }
+
+    fn title(&self) -> Option<String> {
+        Some("Run shell command".into())
+    }
+
+    fn description(&self) -> String {
+        let s = &self.env.profile.shell;
+        format!(
+            "Run a command line with the shell, in the workspace or `cwd` inside it. Waits up to \
+             `yield_time_ms` (default {}, at most {}): a finished command answers with its exit \
+             code, duration and output; one still running keeps running in the background and \
+             the answer gives its task_id (then shell_wait, write_stdin, shell_cancel). \
+             `background: true` answers at once. mode: auto (a terminal for commands that need \
+             one: sudo, ssh, editors, pagers, REPLs), pipe, or pty. Output is bounded: long \
+             output keeps its start and end. The environment is clean (PAGER=cat, NO_COLOR=1); \
+             pass variables in `env`.",
+            s.default_yield_ms, s.max_yield_ms
+        )
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line, run by the shell with -c."},
+                "cwd": {"type": "string", "description": "Directory to run in, inside the workspace (default: the workspace)."},
+                "mode": {"type": "string", "enum": ["auto", "pipe", "pty"], "description": "auto (default), pipe, or pty."},
+                "yield_time_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for the command before answering with a task id."},
+                "background": {"type": "boolean", "description": "Answer at once with the task id."},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables."}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn run(self: Arc<Self>, input: Value, ctx: CallContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move { self.start(args(input)?, ctx).await })
+    }
+}
+
+impl ShellRun {
+    async fn start(&self, a: RunArgs, ctx: CallContext) -> ToolResult {
+        let env = &self.env;
+        let cfg = &env.profile.shell;
+        if a.command.trim().is_empty() {
+            return Err(ToolError::invalid_input(
+                "the command is empty",
+                "give the command line to run, e.g. {\"command\": \"ls -la\"}",
+            ));
+        }
+        if a.command.contains('\0') {
+            return Err(ToolError::invalid_input(
+                "the command contains a NUL byte",
+                "send the command as plain text",
+            ));
+        }
+        for (k, v) in &a.env {
+            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                return Err(ToolError::invalid_input(
+                    format!(
+                        "env: {k:?} is not a valid variable (names have no `=` or NUL, values no NUL)"
+                    ),
+                    "use names like FOO_BAR and plain values",
+                ));
+            }
+        }
+        let cwd = match &a.cwd {
+            Some(c) => {
+                let allowed = guarded(env, c, Access::Write)?;
+                if !allowed.abs.is_dir() {
+                    return Err(ToolError::new(
+                        Code::NotFound,
+                        format!("cwd {} is not a directory", allowed.shown),
+                        "give an existing directory inside the workspace, or leave cwd out",
+                    ));
+                }
+                allowed.abs
+            }
+            None => env.guard.workspace().to_path_buf(),
+        };
+        let shape = classify::profile(&a.command);
+        let mode = match a.mode {
+            ModeArg::Pipe => Mode::Pipe,
+            ModeArg::Pty => Mode::Pty,
+            ModeArg::Auto if shape.needs_terminal.is_some() => Mode::Pty,
+            ModeArg::Auto => Mode::Pipe,
+        };
+        let Some(shell) = spawn::find_shell(cfg.program.as_deref()) else {
+            return Err(ToolError::new(
+                Code::NotFound,
+                format!(
+                    "no shell found ({})",
+                    cfg.program.as_deref().unwrap_or("zsh, bash or sh in PATH")
+                ),
+                "install zsh or bash, or set [shell] program in the profile",
+            ));
+        };
+        let mut notes = Vec::new();
+        let requested = a.yield_time_ms.unwrap_or(cfg.default_yield_ms);
+        let yield_ms = requested.min(cfg.max_yield_ms);
+        if requested > yield_ms {
+            notes.push(format!(
+                "yield_time_ms {requested} was clamped to {yield_ms} (the profile's cap; clients time out at 60 s)"
+            ));
+        }
+        if a.mode == ModeArg::Auto
+            && let Some(why) = &shape.needs_terminal
+        {
+            notes.push(format!("running in a PTY: {why}"));
+        }
+        let profile_env: Vec<(String, String)> = cfg
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let call_env: Vec<(String, String)> = a.env.into_iter().collect();
+        let spec = Spec {
+            mode,
+            argv: spawn::shell_argv(&shell, &a.command, cfg.rc_files),
+            cwd,
+            env: spawn::child_env(mode, &shell, &cfg.pass_env, &profile_env, &call_env),
+            rows: cfg.pty_rows,
+            cols: cfg.pty_cols,
+        };
+        let task = match env.tasks.start(&a.command, spec) {
+            Ok(t) => t,
+            Err(StartError::Full { live }) => {
+                return Err(ToolError::new(
+                    Code::TaskLimit,
+                    format!("{live} tasks are running, the profile's limit ([shell] max_tasks)"),
+                    "wait for one with shell_wait, or stop one with shell_cancel, then run again",
+                )
+                .with_data(json!({"tasks": env.tasks.ids()})));
+            }
+            Err(StartError::Io(e)) => {
+                return Err(ToolError::internal(format!(
+                    "cannot start the command: {e}"
+                )));
+            }
+        };
+        if !a.background {
+            tokio::select! {
+                _ = task.wait(Duration::from_millis(yield_ms)) => {}
+                _ = ctx.cancel.cancelled() => {}
+            }
+        }
+        Ok(report(env, &task, &notes))
+    }
+}
+
+pub(crate) struct ShellWait {
+    env: Arc<Env>,
+}
+
+#[derive(Deserialize)]
+struct WaitArgs {
+    task_id: String,
+    timeout_ms: Option<u64>,
+}
+
+impl Tool for ShellWait {
+    fn name(&self) -> &str {
+        "shell_wait"
+    }
+
+    fn title(&self) -> Option<String> {
+        Some("Wait for shell task".into())
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Wait for a task shell_run started, until it exits or `timeout_ms` passes (default \
+             and maximum {} ms). Returns the output produced since the last read, the status, \
+             and the exit code once it ended.",
+            self.env.profile.shell.max_yield_ms
+        )
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "description": "The task id shell_run gave."},
+                "timeout_ms": {"type": "integer", "minimum": 0, "description": "How long to wait at most."}
+            },
+            "required": ["task_id"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn run(self: Arc<Self>, input: Value, ctx: CallContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let a: WaitArgs = args(input)?;
+            let task = find_task(&self.env, &a.task_id)?;
+            let cap = self.env.profile.shell.max_yield_ms;
+            let requested = a.timeout_ms.unwrap_or(cap);
+            let mut notes = Vec::new();
+            if requested > cap {
+                notes.push(format!("timeout_ms {requested} was clamped to {cap}"));
+            }
+            tokio::select! {
+                _ = task.wait(Duration::from_millis(requested.min(cap))) => {}
+                _ = ctx.cancel.cancelled() => {}
+            }
+            Ok(report(&self.env, &task, &notes))
+        })
+    }
+}
+
+/// Named keys and what they send to a terminal.
+const KEYS: &[(&str, &[u8])] = &[
+    ("enter", b"\r"),
+    ("tab", b"\t"),
+    ("esc", b"\x1b"),
+    ("backspace", b"\x7f"),
+    ("up", b"\x1b[A"),
+    ("down", b"\x1b[B"),
+    ("right", b"\x1b[C"),
+    ("left", b"\x1b[D"),
+    ("ctrl-c", b"\x03"),
+    ("ctrl-d", b"\x04"),
+    ("ctrl-z", b"\x1a"),
+    ("ctrl-l", b"\x0c"),
+];
+
+pub(crate) struct WriteStdin {
+    env: Arc<Env>,
+}
+
+#[derive(Deserialize)]
+struct StdinArgs {
+    task_id: String,
+    input: Option<String>,
+    #[serde(default)]
+    keys: Vec<String>,
+    wait_ms: Option<u64>,
+}
+
+impl Tool for WriteStdin {
+    fn name(&self) -> &str {
+        "write_stdin"
+    }
+
+    fn title(&self) -> Option<String> {
+        Some("Type into shell task".into())
+    }
+
+    fn description(&self) -> String {
+        "Send text and named keys to a running task, then wait briefly (default 250 ms) and \
+         return the new output. Keys: enter, tab, esc, backspace, up, down, left, right, \
+         ctrl-c, ctrl-d, ctrl-z, ctrl-l (all for PTY tasks). A pipe task takes text (end lines \
+         with \\n), ctrl-d (closes stdin) and ctrl-c (SIGINT)."
+            .into()
+    }
+
+    fn parameters(&self) -> Value {
+        let names: Vec<&str> = KEYS.iter().map(|(n, _)| *n).collect();
+        json!({
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "description": "The task id shell_run gave."},
+                "input": {"type": "string", "description": "Text to type (include \\n to end a line on a pipe)."},
+                "keys": {"type": "array", "items": {"type": "string", "enum": names}, "description": "Keys to press after the text."},
+                "wait_ms": {"type": "integer", "minimum": 0, "maximum": MAX_STDIN_WAIT_MS, "description": "How long to wait for output afterwards (default 250)."}
+            },
+            "required": ["task_id"],
+            "additionalProperties": false
+        })
+    }
+
+    fn run(self: Arc<Self>, input: Value, _ctx: CallContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let a: StdinArgs = args(input)?;
+            let task = find_task(&self.env, &a.task_id)?;
+            if a.input.is_none() && a.keys.is_empty() {
+                return Err(ToolError::invalid_input(
+                    "nothing to send: give `input`, `keys` or both",
+                    "e.g. {\"task_id\": \"…\", \"input\": \"yes\", \"keys\": [\"enter\"]}",
+                ));
+            }
+            if !task.is_running() {
+                return Err(ToolError::new(
+                    Code::Unsupported,
+                    format!("task {} has ended; it takes no more input", task.id),
+                    "read its output with shell_wait, or start a new command with shell_run",
+                ));
+            }
+            let pipe = task.mode == Mode::Pipe;
+            if pipe
+                && let Some(k) = a
+                    .keys
+                    .iter()
+                    .find(|k| !matches!(k.as_str(), "ctrl-c" | "ctrl-d"))
+            {
+                return Err(ToolError::new(
+                    Code::Unsupported,
+                    format!(
+                        "key `{k}` needs a terminal, and task {} runs on pipes",
+                        task.id
+                    ),
+                    "send text (with \\n for enter), ctrl-c or ctrl-d; for keys, run the command with mode \"pty\"",
+                ));
+            }
+            let fail = |e: std::io::Error| {
+                ToolError::new(
+                    Code::Unsupported,
+                    format!("cannot write to task {}: {e}", task.id),
+                    "the command may have closed its input; check it with shell_wait",
+                )
+            };
+            if let Some(text) = &a.input {
+                task.write(text.as_bytes()).map_err(fail)?;
+            }
+            for key in &a.keys {
+                match (pipe, key.as_str()) {
+                    (true, "ctrl-c") => task.signal_group(nix::sys::signal::Signal::SIGINT),
+                    (true, "ctrl-d") => task.close_stdin(),
+                    _ => {
+                        let bytes = KEYS.iter().find(|(n, _)| n == key).map(|(_, b)| *b);
+                        if let Some(b) = bytes {
+                            task.write(b).map_err(fail)?;
+                        }
+                    }
+                }
+            }
+            let wait = a
+                .wait_ms
+                .unwrap_or(DEFAULT_STDIN_WAIT_MS)
+                .min(MAX_STDIN_WAIT_MS);
+            task.wait(Duration::from_millis(wait)).await;
+            Ok(report(&self.env, &task, &[]))
+        })
+    }
+}
+
+pub(crate) struct ShellCancel {
+    env: Arc<Env>,
+}
+
+#[derive(Deserialize)]
+struct CancelArgs {
+    task_id: String,
+}
+
+impl Tool for ShellCancel {
+    fn name(&self) -> &str {
+        "shell_cancel"
+    }
+
+    fn title(&self) -> Option<String> {
+        Some("Stop shell task".into())
+    }
+
+    fn description(&self) -> String {
+        "Stop a task: SIGINT, then SIGTERM, then SIGKILL to its whole process group, with \
+         short grace periods. Returns the final status and the last output."
+            .into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"task_id": {"type": "string", "description": "The task id shell_run gave."}},
+            "required": ["task_id"],
+            "additionalProperties": false
+        })
+    }
+
+    fn run(self: Arc<Self>, input: Value, _ctx: CallContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            let a: CancelArgs = args(input)?;
+            let task = find_task(&self.env, &a.task_id)?;
+            let note = if task.is_running() {
+                let sent = task.cancel().await;
+                format!("sent {}", sent.join(", then "))
+            } else {
+                "the task had already ended".to_string()
+            };
+            let mut out = report(&self.env, &task, &[note.clone()]);
+            if let Some(obj) = out.data.as_object_mut() {
+                obj.insert("cancel".into(), json!(note));
+            }
+            Ok(out)
+        })
+    }
+}
