@@ -115,10 +115,15 @@ impl OutputBuffer {
             let skip = rest.len() - trim_partial_start(&rest).len();
             rest.drain(..skip);
         }
-        let keep_back = if last { 0 } else { partial_end(&rest) };
-        self.cursor = self.total - keep_back as u64;
-        rest.truncate(rest.len() - keep_back);
         chunk.bytes.extend_from_slice(&rest);
+        // Hold back an incomplete last character (never past the gap) for the next read.
+        let keep_back = if last {
+            0
+        } else {
+            partial_end(&chunk.bytes[chunk.gap_at.min(chunk.bytes.len())..])
+        };
+        chunk.bytes.truncate(chunk.bytes.len() - keep_back);
+        self.cursor = self.total - keep_back as u64;
         chunk
     }
 }
@@ -172,6 +177,15 @@ mod tests {
         assert_eq!(b.read_new(false).bytes, e);
         b.push(&"中".as_bytes()[..2]);
         assert_eq!(b.read_new(true).bytes, &"中".as_bytes()[..2]);
+    }
+
+    #[test]
+    fn a_partial_character_in_the_head_waits_too() {
+        let mut b = OutputBuffer::new(1 << 20);
+        b.push(&"中".as_bytes()[..2]);
+        assert_eq!(b.read_new(false).bytes, b"");
+        b.push(&"中".as_bytes()[2..]);
+        assert_eq!(b.read_new(false).bytes, "中".as_bytes());
     }
 
     #[test]

@@ -453,7 +453,13 @@ fn plain_words(line: &str) -> Result<Vec<String>, String> {
             '$' | '`' => return Err(format!("`{c}` expands or substitutes")),
             '(' | ')' | '{' | '}' => return Err(format!("`{c}` groups commands or expands")),
             '\n' | '\r' => return Err("a line break separates commands".into()),
-            '*' | '?' | '[' | ']' | '~' | '!' | '#' | '=' => {
+            '~' | '#' if !in_word => {
+                return Err(format!("`{c}` at the start of a word expands or comments"));
+            }
+            '=' if words.is_empty() => {
+                return Err("`=` in the first word is an assignment".into());
+            }
+            '*' | '?' | '[' | ']' | '!' => {
                 return Err(format!(
                     "unquoted `{c}` may expand (glob, history, home, assignment, comment)"
                 ));

@@ -582,7 +582,7 @@ impl Tool for ShellCancel {
             } else {
                 "the task had already ended".to_string()
             };
-            let mut out = report(&self.env, &task, &[note.clone()]);
+            let mut out = report(&self.env, &task, std::slice::from_ref(&note));
             if let Some(obj) = out.data.as_object_mut() {
                 obj.insert("cancel".into(), json!(note));
             }

@@ -133,3 +133,37 @@ pub fn text(env: &Value) -> &str {
 pub fn json_path(p: &Path) -> String {
     serde_json::to_string(p.to_str().expect("utf-8 path")).expect("json string")
 }
+
+/// Pids of live (non-zombie) processes whose command line is exactly `cmdline`.
+#[allow(dead_code)]
+pub fn processes_running(cmdline: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = raw
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(false);
+        if args.join(" ") == cmdline && !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}

@@ -10,8 +10,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 MODES = ["legacy", "2026-07-28"]
-READ_TOOLS = {"read_file", "list_dir", "load_skill", "grep", "search_files"}
-EDIT_TOOLS = {"edit", "multi_edit", "write"}
+READ_TOOLS = {"read_file", "list_dir", "load_skill", "grep", "search_files", "shell_wait"}
+EDIT_TOOLS = {"edit", "multi_edit", "write", "shell_run", "write_stdin", "shell_cancel"}
 TOOLS = READ_TOOLS | EDIT_TOOLS
 
 
