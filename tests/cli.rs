@@ -209,7 +209,7 @@ fn profile_check_prints_the_effective_profile() {
         f.root.join("policies/default.toml").to_str().unwrap()
     );
     assert_eq!(report["output"]["max_chars"], 5000);
-    assert_eq!(report["enabled_tools"].as_array().unwrap().len(), 8);
+    assert_eq!(report["enabled_tools"].as_array().unwrap().len(), 12);
     assert_eq!(report["edit"]["write_requires_read"], true);
     assert!(
         report["warnings"].as_array().unwrap().len() >= 2,
@@ -246,7 +246,8 @@ fn tools_lists_enabled_tools_with_schemas() {
     for spec in specs.as_array().unwrap() {
         assert_eq!(spec["input_schema"]["type"], "object");
         assert_eq!(spec["input_schema"]["additionalProperties"], false);
-        let writes = spec["group"] == "edit";
+        let writes =
+            spec["group"] == "edit" || (spec["group"] == "shell" && spec["name"] != "shell_wait");
         assert_eq!(spec["annotations"]["read_only"], !writes, "{spec:#}");
         assert_eq!(spec["annotations"]["destructive"], writes, "{spec:#}");
         assert!(!spec["description"].as_str().unwrap().is_empty());
