@@ -23,8 +23,8 @@ const EXIT_USAGE: u8 = 2;
 #[command(
     name = "whalebox",
     version,
-    about = "The hands of an LLM coding agent: exact, fenced-in file and search tools over MCP",
-    long_about = "whalebox serves file and search tools to an LLM agent over MCP (stdio), or runs \
+    about = "The hands of an LLM coding agent: exact, fenced-in file, search, edit and shell tools over MCP",
+    long_about = "whalebox serves file, search, edit and shell tools to an LLM agent over MCP (stdio), or runs \
                   one call from the command line. A TOML profile says which tool groups are on, \
                   where the workspace is and which extra roots may be read; without --profile \
                   the embedded default is used (the current directory, local tools on)."
