@@ -20,7 +20,7 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{Pid, getpgrp, getpid, getppid};
+use nix::unistd::{Pid, getpid, getppid};
 
 /// The hidden subcommand that runs [`main`].
 pub const SUBCOMMAND: &str = "__supervise";
@@ -118,17 +118,14 @@ pub fn main(args: Vec<OsString>) -> ! {
     }
 }
 
-/// SIGKILL every process of the task (its process group, and the orphans this
-/// subreaper inherited), reaping them, until none is left.
+/// SIGKILL every process of the task, reaping them, until none is left. Our direct
+/// children are enough to find them all: as a subreaper we inherit every orphan, so
+/// killing a child turns its own children into ours for the next round.
 fn kill_everything() {
     let me = getpid();
-    let group = getpgrp();
     let _ = signal::sigprocmask(signal::SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), None);
     for _ in 0..200 {
-        let mut victims = children_of(me);
-        victims.extend(group_members(group, me));
-        victims.sort_unstable();
-        victims.dedup();
+        let victims = children_of(me);
         if victims.is_empty() {
             break;
         }
@@ -161,39 +158,6 @@ fn children_of(pid: Pid) -> Vec<Pid> {
                     .filter_map(|p| p.parse().ok())
                     .map(Pid::from_raw),
             );
-        }
-    }
-    out
-}
-
-fn group_members(group: Pid, me: Pid) -> Vec<Pid> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == me.as_raw() {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the `(comm)`: state ppid pgrp …
-        let Some((_, after)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        if fields.get(2).and_then(|p| p.parse::<i32>().ok()) == Some(group.as_raw())
-            && fields.first() != Some(&"Z")
-        {
-            out.push(Pid::from_raw(pid));
         }
     }
     out
