@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Build the gated zsh: upstream zsh 5.9 plus nix/zsh/exec-boundary.patch, installed into
+# target/zsh/ (bin/zsh, its modules under lib/). The source is, in order: $ZSH_TARBALL, a
+# tarball already in target/zsh-src/, `apt-get source` (Debian, deb-src enabled), or the
+# upstream URL. The sha256 is always checked.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+sha=9b8d1ecedd5b5e81fbf1918e876752a7dd948e05c1a0dba10ab863842d45acd5
+src=$root/target/zsh-src
+prefix=$root/target/zsh
+mkdir -p "$src"
+tarball=${ZSH_TARBALL:-$src/zsh_5.9.orig.tar.xz}
+if [ ! -f "$tarball" ]; then
+  if command -v apt-get >/dev/null && (cd "$src" && apt-get source --download-only zsh >/dev/null 2>&1) \
+     && [ -f "$src/zsh_5.9.orig.tar.xz" ]; then
+    :
+  else
+    curl -fsSL -o "$tarball" https://www.zsh.org/pub/zsh-5.9.tar.xz
+  fi
+fi
+echo "$sha  $tarball" | sha256sum -c --quiet - || { echo "build.sh: $tarball is not zsh 5.9 (sha256 mismatch)" >&2; exit 1; }
+patch_sum=$(sha256sum nix/zsh/exec-boundary.patch | cut -c1-16)
+if [ -x "$prefix/bin/zsh" ] && [ "$(cat "$prefix/.patch" 2>/dev/null)" = "$patch_sum" ]; then
+  echo "build.sh: $prefix/bin/zsh is up to date"
+  exit 0
+fi
+work=$src/build
+rm -rf "$work" && mkdir -p "$work"
+tar -xf "$tarball" -C "$work" --strip-components=1
+(cd "$work" && patch -p1 --quiet < "$root/nix/zsh/exec-boundary.patch")
+cd "$work"
+# --with-tcsetpgrp: configure cannot probe it without a terminal (CI).
+./configure --quiet --prefix="$prefix" --with-tcsetpgrp --enable-etcdir="$prefix/etc" \
+  --disable-gdbm --disable-pcre --disable-cap >/dev/null
+make -j"$(nproc)" >/dev/null
+make install.bin install.modules install.fns >/dev/null
+echo "$patch_sum" > "$prefix/.patch"
+echo "build.sh: installed $prefix/bin/zsh"
