@@ -18,6 +18,7 @@ pub mod edit;
 pub mod guard;
 pub mod mcp;
 pub mod mutation;
+pub mod policy;
 pub mod profile;
 pub mod shell;
 pub mod text;

@@ -1,0 +1,596 @@
+//! Exec policies: versioned TOML files of rules that decide, per program and argv,
+//! whether an exec is allowed, asked for, or denied. The strictest matching rule wins
+//! (deny > ask > allow); no match → the file's `default`. Transparent wrappers (`env`,
+//! `timeout`, `xargs`, …) are unwrapped and the inner command is judged too. Every rule's
+//! `match` / `not_match` examples are checked at load, and a policy that fails to load
+//! stops startup (fail closed).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::shell::classify;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    version: u32,
+    default: Option<Decision>,
+    #[serde(default)]
+    include: Vec<String>,
+    allow_read_only: Option<bool>,
+    #[serde(default)]
+    rule: Vec<RuleFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Token {
+    One(String),
+    Any(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    pattern: toml::Spanned<Vec<Token>>,
+    decision: Decision,
+    justification: Option<String>,
+    #[serde(default, rename = "match")]
+    matches: Vec<String>,
+    #[serde(default)]
+    not_match: Vec<String>,
+}
+
+/// One rule, with where it was written.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rule {
+    /// Alternatives for each position: the program, then the arguments as a prefix.
+    pub pattern: Vec<Vec<String>>,
+    pub decision: Decision,
+    pub justification: Option<String>,
+    /// `file:line` of the rule's pattern.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Policy {
+    pub default: Decision,
+    pub allow_read_only: bool,
+    pub rules: Vec<Rule>,
+    /// The files it was loaded from, the top one first.
+    pub files: Vec<PathBuf>,
+}
+
+/// A rule that matched, as reported.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Matched {
+    pub source: String,
+    pub decision: Decision,
+    pub justification: Option<String>,
+    /// The command the rule matched (an unwrapped inner command, or the exec itself).
+    pub command: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub decision: Decision,
+    pub reason: String,
+    pub matched: Vec<Matched>,
+}
+
+/// The embedded policy used when the profile names none: everything is allowed except
+/// what asks for credentials, which needs a person.
+pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct PolicyError(pub String);
+
+impl Policy {
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let mut files = Vec::new();
+        let mut rules = Vec::new();
+        let top = load_file(path, &mut files, &mut rules, 0)?;
+        let policy = Policy {
+            default: top.0.unwrap_or(Decision::Ask),
+            allow_read_only: top.1.unwrap_or(false),
+            rules,
+            files,
+        };
+        Ok(policy)
+    }
+
+    pub fn embedded() -> Policy {
+        let mut rules = Vec::new();
+        let top = parse(
+            EMBEDDED_DEFAULT,
+            "<embedded default policy>",
+            None,
+            &mut Vec::new(),
+            &mut rules,
+            0,
+        )
+        .expect("the embedded policy loads");
+        Policy {
+            default: top.0.unwrap_or(Decision::Ask),
+            allow_read_only: top.1.unwrap_or(false),
+            rules,
+            files: Vec::new(),
+        }
+    }
+
+    /// Judge one exec: `program` as the shell resolved it, `argv` as given (argv[0] first).
+    pub fn evaluate(&self, program: &str, argv: &[String]) -> Verdict {
+        let mut matched = Vec::new();
+        let mut strictest: Option<Decision> = None;
+        let mut forced: Option<(Decision, String)> = None;
+        let mut commands = vec![(program.to_string(), argv.get(1..).unwrap_or(&[]).to_vec())];
+        let mut i = 0;
+        while i < commands.len() && i < 16 {
+            let (prog, args) = commands[i].clone();
+            for rule in &self.rules {
+                if rule_matches(rule, &prog, &args) {
+                    strictest = strictest.max(Some(rule.decision));
+                    matched.push(Matched {
+                        source: rule.source.clone(),
+                        decision: rule.decision,
+                        justification: rule.justification.clone(),
+                        command: show(&prog, &args),
+                    });
+                }
+            }
+            match unwrap(&prog, &args) {
+                Unwrapped::Inner(p, a) => commands.push((p, a)),
+                Unwrapped::Forbidden(why) => forced = Some((Decision::Deny, why)),
+                Unwrapped::NotAWrapper => {}
+            }
+            i += 1;
+        }
+        if let Some((d, why)) = forced {
+            return Verdict {
+                decision: d,
+                reason: why,
+                matched,
+            };
+        }
+        if let Some(d) = strictest {
+            let rule = matched
+                .iter()
+                .find(|m| m.decision == d)
+                .expect("a rule matched");
+            let why = rule
+                .justification
+                .clone()
+                .unwrap_or_else(|| "no justification given".into());
+            return Verdict {
+                decision: d,
+                reason: format!("rule at {}: {why}", rule.source),
+                matched,
+            };
+        }
+        if self.allow_read_only && self.default == Decision::Ask {
+            let line = commands.iter().map(|(p, a)| show(p, a)).collect::<Vec<_>>();
+            if line
+                .iter()
+                .all(|l| classify::read_only(l) == classify::ReadOnly::Yes)
+            {
+                return Verdict {
+                    decision: Decision::Allow,
+                    reason: "read-only command (allow_read_only)".into(),
+                    matched,
+                };
+            }
+        }
+        Verdict {
+            decision: self.default,
+            reason: format!(
+                "no rule matched; the policy's default is {}",
+                self.default.as_str()
+            ),
+            matched,
+        }
+    }
+
+    /// Judge a command line written as words (`git status`): for examples and the CLI.
+    pub fn evaluate_words(&self, words: &[String]) -> Option<Verdict> {
+        let (prog, _) = words.split_first()?;
+        Some(self.evaluate(prog, words))
+    }
+}
+
+type Top = (Option<Decision>, Option<bool>);
+
+fn load_file(
+    path: &Path,
+    files: &mut Vec<PathBuf>,
+    rules: &mut Vec<Rule>,
+    depth: usize,
+) -> Result<Top, PolicyError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| PolicyError(format!("{}: cannot read the policy: {e}", path.display())))?;
+    parse(
+        &text,
+        &path.display().to_string(),
+        path.parent(),
+        files,
+        rules,
+        depth,
+    )
+    .map(|t| {
+        files.insert(files.len().min(depth), path.to_path_buf());
+        t
+    })
+}
+
+fn parse(
+    text: &str,
+    name: &str,
+    dir: Option<&Path>,
+    files: &mut Vec<PathBuf>,
+    rules: &mut Vec<Rule>,
+    depth: usize,
+) -> Result<Top, PolicyError> {
+    if depth > 8 {
+        return Err(PolicyError(format!(
+            "{name}: includes nest deeper than 8 (a cycle?)"
+        )));
+    }
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let file: PolicyFile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(s.start)).unwrap_or(1);
+        PolicyError(format!("{name}:{line}: {}", e.message().trim()))
+    })?;
+    if file.version != 1 {
+        return Err(PolicyError(format!(
+            "{name}: version {} is not supported (use version = 1)",
+            file.version
+        )));
+    }
+    for inc in &file.include {
+        let Some(dir) = dir else {
+            return Err(PolicyError(format!(
+                "{name}: include needs a policy file on disk"
+            )));
+        };
+        load_file(&dir.join(inc), files, rules, depth + 1)?;
+    }
+    for r in file.rule {
+        let line = line_of(r.pattern.span().start);
+        let source = format!("{name}:{line}");
+        let pattern: Vec<Vec<String>> = r
+            .pattern
+            .into_inner()
+            .into_iter()
+            .map(|t| match t {
+                Token::One(s) => vec![s],
+                Token::Any(v) => v,
+            })
+            .collect();
+        if pattern.is_empty() || pattern.iter().any(|alts| alts.is_empty()) {
+            return Err(PolicyError(format!(
+                "{source}: a pattern needs at least a program, and no empty alternatives"
+            )));
+        }
+        let rule = Rule {
+            pattern,
+            decision: r.decision,
+            justification: r.justification,
+            source: source.clone(),
+        };
+        for example in &r.matches {
+            let words = words(example);
+            if words.is_empty() || !rule_matches(&rule, &words[0], &words[1..]) {
+                return Err(PolicyError(format!(
+                    "{source}: the rule does not match its example `{example}`"
+                )));
+            }
+        }
+        for example in &r.not_match {
+            let words = words(example);
+            if !words.is_empty() && rule_matches(&rule, &words[0], &words[1..]) {
+                return Err(PolicyError(format!(
+                    "{source}: the rule matches `{example}`, listed in not_match"
+                )));
+            }
+        }
+        rules.push(rule);
+    }
+    Ok((file.default, file.allow_read_only))
+}
+
+/// Whitespace-separated words, with simple single or double quotes (for examples and
+/// the CLI; real execs arrive as argv already split by the shell).
+pub fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(word);
+    }
+    out
+}
+
+fn rule_matches(rule: &Rule, program: &str, args: &[String]) -> bool {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let first = &rule.pattern[0];
+    if !first
+        .iter()
+        .any(|p| p == base || (p.starts_with('/') && p == program))
+    {
+        return false;
+    }
+    let rest = &rule.pattern[1..];
+    rest.len() <= args.len()
+        && rest
+            .iter()
+            .zip(args)
+            .all(|(alts, a)| alts.iter().any(|p| p == a))
+}
+
+fn show(program: &str, args: &[String]) -> String {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    std::iter::once(base.to_string())
+        .chain(args.iter().map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_alphanumeric() || "-_./=:,@%+".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        }))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+enum Unwrapped {
+    Inner(String, Vec<String>),
+    Forbidden(String),
+    NotAWrapper,
+}
+
+const BOUNDARY_VARS: &[&str] = &["WHALEBOX_GATE", "WHALEBOX_GATE_SOCKET"];
+
+/// The command a transparent wrapper runs, if `program` is one.
+fn unwrap(program: &str, args: &[String]) -> Unwrapped {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    // Options that take a value, per wrapper.
+    let (valued, positional_before): (&[&str], usize) = match base {
+        "env" => (
+            &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
+            0,
+        ),
+        "nice" => (&["-n", "--adjustment"], 0),
+        "nohup" | "time" | "command" | "builtin" => (&[], 0),
+        "timeout" => (&["-s", "--signal", "-k", "--kill-after"], 1),
+        "stdbuf" => (&["-i", "-o", "-e"], 0),
+        "xargs" => (
+            &[
+                "-n",
+                "-I",
+                "-i",
+                "-d",
+                "-P",
+                "-L",
+                "-l",
+                "-s",
+                "-a",
+                "-E",
+                "-e",
+                "--max-args",
+                "--delimiter",
+                "--max-procs",
+                "--arg-file",
+            ],
+            0,
+        ),
+        "sudo" | "doas" => (
+            &[
+                "-u", "--user", "-g", "--group", "-C", "-D", "-h", "-p", "-r", "-t", "-U",
+            ],
+            0,
+        ),
+        _ => return Unwrapped::NotAWrapper,
+    };
+    let mut i = 0;
+    let mut skip_positional = positional_before;
+    while i < args.len() {
+        let a = &args[i];
+        if base == "env" {
+            if a == "-i" || a == "--ignore-environment" || a == "-" {
+                return Unwrapped::Forbidden(
+                    "env -i would clear the exec boundary's variables".into(),
+                );
+            }
+            if (a == "-u" || a == "--unset")
+                && args
+                    .get(i + 1)
+                    .is_some_and(|v| BOUNDARY_VARS.contains(&v.as_str()))
+            {
+                return Unwrapped::Forbidden("env -u of an exec boundary variable".into());
+            }
+            if let Some(v) = a
+                .strip_prefix("--unset=")
+                .or_else(|| a.strip_prefix("-u").filter(|v| !v.is_empty()))
+                && BOUNDARY_VARS.contains(&v)
+            {
+                return Unwrapped::Forbidden("env -u of an exec boundary variable".into());
+            }
+            if a.contains('=') && !a.starts_with('-') {
+                if BOUNDARY_VARS
+                    .iter()
+                    .any(|v| a.starts_with(&format!("{v}=")))
+                {
+                    return Unwrapped::Forbidden(
+                        "env may not change the exec boundary's variables".into(),
+                    );
+                }
+                i += 1;
+                continue;
+            }
+        }
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if a.starts_with('-') && a.len() > 1 {
+            i += if valued.contains(&a.as_str()) { 2 } else { 1 };
+            continue;
+        }
+        if skip_positional > 0 {
+            skip_positional -= 1;
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    match args.get(i) {
+        Some(inner) => Unwrapped::Inner(inner.clone(), args[i + 1..].to_vec()),
+        None => Unwrapped::NotAWrapper,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(text: &str) -> Result<Policy, PolicyError> {
+        let mut rules = Vec::new();
+        let top = parse(text, "p.toml", None, &mut Vec::new(), &mut rules, 0)?;
+        Ok(Policy {
+            default: top.0.unwrap_or(Decision::Ask),
+            allow_read_only: top.1.unwrap_or(false),
+            rules,
+            files: vec![],
+        })
+    }
+
+    fn decide(p: &Policy, line: &str) -> Decision {
+        p.evaluate_words(&words(line)).unwrap().decision
+    }
+
+    const P: &str = r#"
+version = 1
+default = "ask"
+allow_read_only = true
+
+[[rule]]
+pattern = ["git", ["status", "log", "diff", "show"]]
+decision = "allow"
+justification = "read-only git"
+match = ["git status", "git log --oneline -5"]
+not_match = ["git push origin main"]
+
+[[rule]]
+pattern = ["git", "push"]
+decision = "deny"
+justification = "pushing is for people"
+
+[[rule]]
+pattern = ["touch"]
+decision = "deny"
+
+[[rule]]
+pattern = ["cargo"]
+decision = "allow"
+"#;
+
+    #[test]
+    fn the_strictest_matching_rule_wins_and_wrappers_are_seen_through() {
+        let p = policy(P).unwrap();
+        assert_eq!(decide(&p, "git status"), Decision::Allow);
+        assert_eq!(decide(&p, "/usr/bin/git log -1"), Decision::Allow);
+        assert_eq!(decide(&p, "git push origin main"), Decision::Deny);
+        assert_eq!(decide(&p, "git commit -m x"), Decision::Ask);
+        assert_eq!(decide(&p, "cargo build"), Decision::Allow);
+        assert_eq!(decide(&p, "ls -la"), Decision::Allow, "read-only");
+        assert_eq!(decide(&p, "rm -rf x"), Decision::Ask);
+        for wrapped in [
+            "env FOO=1 touch x",
+            "nice -n 5 touch x",
+            "timeout 5 touch x",
+            "timeout -s KILL 5 touch x",
+            "xargs -n1 touch",
+            "nohup touch x",
+            "sudo -u root touch x",
+            "stdbuf -o0 touch x",
+            "env nice timeout 3 touch x",
+            "env -i /bin/true",
+            "env -u WHALEBOX_GATE_SOCKET ls",
+            "env WHALEBOX_GATE=/bin/true ls",
+        ] {
+            assert_eq!(decide(&p, wrapped), Decision::Deny, "{wrapped}");
+        }
+        let v = p.evaluate_words(&words("env git push")).unwrap();
+        assert!(v.reason.contains("pushing is for people"), "{v:?}");
+        assert!(v.matched.iter().any(|m| m.source == "p.toml:14"), "{v:?}");
+    }
+
+    #[test]
+    fn bad_policies_fail_with_file_and_line() {
+        let e = policy("version = 1\n[[rule]]\npattern = [\"ls\"]\ndecision = \"allow\"\nmatch = [\"cat x\"]\n").unwrap_err();
+        assert!(e.0.contains("p.toml:3") && e.0.contains("cat x"), "{e}");
+        let e = policy("version = 1\n[[rule]]\npattern = [\"ls\"]\ndecision = \"allow\"\nnot_match = [\"ls -la\"]\n").unwrap_err();
+        assert!(e.0.contains("not_match"), "{e}");
+        let e = policy("version = 2\n").unwrap_err();
+        assert!(e.0.contains("version 2"), "{e}");
+        let e = policy("version = 1\ndefualt = \"allow\"\n").unwrap_err();
+        assert!(e.0.starts_with("p.toml:2"), "{e}");
+        let e = policy("version = 1\n[[rule]]\npattern = []\ndecision = \"allow\"\n").unwrap_err();
+        assert!(e.0.contains("p.toml:3"), "{e}");
+    }
+
+    #[test]
+    fn the_embedded_policy_loads() {
+        let p = Policy::embedded();
+        assert_eq!(
+            p.evaluate_words(&words("ls")).unwrap().decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            p.evaluate_words(&words("sudo ls")).unwrap().decision,
+            Decision::Ask
+        );
+    }
+}
