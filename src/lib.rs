@@ -13,6 +13,7 @@
 //! Dependencies point one way: `tools → core, guard, text, edit, mutation, profile`; `core` knows no
 //! concrete tool; only `mcp` and `main` know about transports and terminals.
 
+pub mod boundary;
 pub mod core;
 pub mod edit;
 pub mod guard;

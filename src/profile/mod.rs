@@ -122,6 +122,24 @@ pub struct ShellSection {
     /// PTY size.
     pub pty_rows: u16,
     pub pty_cols: u16,
+    /// The gated zsh (default: $WHALEBOX_ZSH, next to whalebox, or target/zsh/bin/zsh).
+    pub zsh: Option<String>,
+    /// required: no gated zsh → shell tools refuse; best-effort: run ungated and say so;
+    /// off: use the plain shell.
+    pub exec_boundary: ExecBoundary,
+    /// Who settles an `ask` when no person can answer.
+    pub on_ask: crate::boundary::OnAsk,
+    /// JSONL audit log of every exec decision.
+    pub audit_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecBoundary {
+    Required,
+    #[default]
+    BestEffort,
+    Off,
 }
 
 impl Default for ShellSection {
@@ -137,6 +155,10 @@ impl Default for ShellSection {
             buffer_bytes: 1024 * 1024,
             pty_rows: 24,
             pty_cols: 80,
+            zsh: None,
+            exec_boundary: ExecBoundary::default(),
+            on_ask: Default::default(),
+            audit_log: None,
         }
     }
 }
@@ -325,6 +347,12 @@ impl Profile {
         }
         let mut shell = raw.shell;
         shell.check(&mut warnings).map_err(&invalid)?;
+        if let Some(z) = shell.zsh.take() {
+            shell.zsh = Some(resolve(&z)?.display().to_string());
+        }
+        if let Some(log) = shell.audit_log.take() {
+            shell.audit_log = Some(resolve(&log.display().to_string())?);
+        }
         Ok(Profile {
             source: file.map(Path::to_path_buf),
             workspace,

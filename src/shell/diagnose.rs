@@ -98,6 +98,18 @@ pub fn diagnose(f: &Facts) -> Vec<Diagnosis> {
             break;
         }
     }
+    if let Some(line) = f
+        .tail
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("whalebox: denied "))
+    {
+        out.push(d(
+            "denied_by_policy",
+            format!("the exec policy refused a program: `{}`", line.trim()),
+            "use an allowed program, or ask the user to allow it in the policy file",
+        ));
+    }
     if f.exit_code == Some(127) {
         let program = f
             .tail

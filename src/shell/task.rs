@@ -191,6 +191,30 @@ impl TaskTable {
         self.tasks.lock().ok()?.iter().find(|t| t.id == id).cloned()
     }
 
+    /// The task whose process tree holds `pid` (walking parents up to a supervisor).
+    pub fn task_of_pid(&self, pid: u32) -> Option<String> {
+        let tasks: Vec<(i32, String)> = self
+            .tasks
+            .lock()
+            .ok()?
+            .iter()
+            .map(|t| (t.pid, t.id.clone()))
+            .collect();
+        let mut cur = pid as i32;
+        for _ in 0..64 {
+            if let Some((_, id)) = tasks.iter().find(|(p, _)| *p == cur) {
+                return Some(id.clone());
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{cur}/stat")).ok()?;
+            let (_, after) = stat.rsplit_once(')')?;
+            cur = after.split_whitespace().nth(1)?.parse().ok()?;
+            if cur <= 1 {
+                return None;
+            }
+        }
+        None
+    }
+
     /// Ids of the tasks the table holds, oldest first.
     pub fn ids(&self) -> Vec<String> {
         self.tasks

@@ -16,9 +16,12 @@ mod walk;
 
 use std::sync::Arc;
 
+use crate::boundary::{DecisionServer, GatedShell};
 use crate::core::{Registry, RegistryError};
 use crate::guard::PathGuard;
 use crate::mutation::{Ledger, Stripes};
+use crate::policy::Policy;
+use crate::profile::ExecBoundary;
 use crate::profile::Profile;
 use crate::shell::TaskTable;
 use crate::shell::task::Limits;
@@ -36,8 +39,25 @@ pub struct Env {
     /// Serializes read-modify-write calls on the same file.
     pub stripes: Stripes,
     /// The shell tasks this session started.
-    pub tasks: TaskTable,
+    pub tasks: Arc<TaskTable>,
     pub session: Session,
+    /// The exec policy (loaded at start when the shell group is on and the boundary
+    /// is not off; a policy that does not load stops startup).
+    pub policy: Option<Arc<Policy>>,
+    /// The gated zsh and this session's decision server, started on first use.
+    gate: std::sync::OnceLock<Result<Arc<Gate>, String>>,
+}
+
+/// The exec boundary of one session.
+pub struct Gate {
+    pub shell: GatedShell,
+    pub server: DecisionServer,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").field("shell", &self.shell).finish()
+    }
 }
 
 /// What kind of session the tools serve: a server (tasks outlive calls) or one CLI
@@ -60,12 +80,22 @@ impl Env {
             source: e,
         })?;
         let skills = SkillIndex::discover(&guard);
-        let tasks = TaskTable::new(Limits {
+        let policy = if profile.tools.iter().any(|g| g == "shell")
+            && profile.shell.exec_boundary != ExecBoundary::Off
+        {
+            Some(Arc::new(match &profile.policy {
+                Some(p) => Policy::load(p).map_err(|e| CatalogError::Policy(e.0))?,
+                None => Policy::embedded(),
+            }))
+        } else {
+            None
+        };
+        let tasks = Arc::new(TaskTable::new(Limits {
             max_live: profile.shell.max_tasks,
             max_kept: 64,
             keep_ended: std::time::Duration::from_secs(30 * 60),
             buffer_bytes: profile.shell.buffer_bytes,
-        });
+        }));
         Ok(Env {
             profile,
             guard,
@@ -74,7 +104,32 @@ impl Env {
             stripes: Stripes::default(),
             tasks,
             session,
+            policy,
+            gate: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The exec boundary: the gated zsh and a decision server for this session, or why
+    /// there is none.
+    pub fn gate(&self) -> Result<Arc<Gate>, String> {
+        self.gate
+            .get_or_init(|| {
+                let policy = self
+                    .policy
+                    .clone()
+                    .ok_or("the exec boundary is off in this profile")?;
+                let shell = crate::boundary::find_gated_shell(self.profile.shell.zsh.as_deref())?;
+                let tasks = self.tasks.clone();
+                let server = DecisionServer::start(
+                    policy,
+                    self.profile.shell.on_ask,
+                    self.profile.shell.audit_log.as_deref(),
+                    Arc::new(move |pid| tasks.task_of_pid(pid)),
+                )
+                .map_err(|e| format!("cannot start the decision server: {e}"))?;
+                Ok(Arc::new(Gate { shell, server }))
+            })
+            .clone()
     }
 }
 
@@ -122,6 +177,8 @@ pub enum CatalogError {
         path: String,
         source: std::io::Error,
     },
+    #[error("policy: {0}")]
+    Policy(String),
     #[error(transparent)]
     Registry(#[from] RegistryError),
 }

@@ -12,6 +12,7 @@ use crate::core::{
     BoxFuture, CallContext, Code, Registry, RegistryError, Tool, ToolError, ToolOutput, ToolResult,
 };
 use crate::guard::Access;
+use crate::profile::ExecBoundary;
 use crate::shell::diagnose::{Facts, diagnose};
 use crate::shell::spawn::{self, Spec};
 use crate::shell::task::StartError;
@@ -287,17 +288,53 @@ impl ShellRun {
             ModeArg::Auto if shape.needs_terminal.is_some() => Mode::Pty,
             ModeArg::Auto => Mode::Pipe,
         };
-        let Some(shell) = spawn::find_shell(cfg.program.as_deref()) else {
-            return Err(ToolError::new(
-                Code::NotFound,
-                format!(
-                    "no shell found ({})",
-                    cfg.program.as_deref().unwrap_or("zsh, bash or sh in PATH")
-                ),
-                "install zsh or bash, or set [shell] program in the profile",
-            ));
+        let plain_shell = || {
+            spawn::find_shell(cfg.program.as_deref()).ok_or_else(|| {
+                ToolError::new(
+                    Code::NotFound,
+                    format!(
+                        "no shell found ({})",
+                        cfg.program.as_deref().unwrap_or("zsh, bash or sh in PATH")
+                    ),
+                    "install zsh or bash, or set [shell] program in the profile",
+                )
+            })
         };
         let mut notes = Vec::new();
+        let mut gate_env: Vec<(String, String)> = Vec::new();
+        let boundary = match cfg.exec_boundary {
+            ExecBoundary::Off => json!({"gated": false, "reason": "exec_boundary = off"}),
+            mode => match env.gate() {
+                Ok(g) => {
+                    gate_env.push(("WHALEBOX_GATE".into(), g.shell.gate.display().to_string()));
+                    gate_env.push((
+                        "WHALEBOX_GATE_SOCKET".into(),
+                        g.server.socket().display().to_string(),
+                    ));
+                    json!({"gated": true, "zsh": g.shell.zsh.display().to_string()})
+                }
+                Err(why) if mode == ExecBoundary::Required => {
+                    return Err(ToolError::new(
+                        Code::Unsupported,
+                        format!("the exec boundary is required, but {why}"),
+                        "build the gated zsh (nix/zsh/build.sh) or point [shell] zsh at it; or set exec_boundary = \"best-effort\"",
+                    ));
+                }
+                Err(why) => {
+                    notes.push(format!(
+                        "running ungated (exec_boundary = best-effort): {why}"
+                    ));
+                    json!({"gated": false, "reason": why})
+                }
+            },
+        };
+        let shell = if gate_env.is_empty() {
+            plain_shell()?
+        } else {
+            env.gate()
+                .map(|g| g.shell.zsh.clone())
+                .map_err(ToolError::internal)?
+        };
         let requested = a.yield_time_ms.unwrap_or(cfg.default_yield_ms);
         let yield_ms = requested.min(cfg.max_yield_ms);
         if requested > yield_ms {
@@ -320,7 +357,14 @@ impl ShellRun {
             mode,
             argv: spawn::shell_argv(&shell, &a.command, cfg.rc_files),
             cwd,
-            env: spawn::child_env(mode, &shell, &cfg.pass_env, &profile_env, &call_env),
+            env: {
+                let mut vars =
+                    spawn::child_env(mode, &shell, &cfg.pass_env, &profile_env, &call_env);
+                // The boundary's variables come last: nothing the call sets can change them.
+                vars.retain(|(k, _)| !k.starts_with("WHALEBOX_GATE"));
+                vars.extend(gate_env);
+                vars
+            },
             rows: cfg.pty_rows,
             cols: cfg.pty_cols,
         };
@@ -346,7 +390,11 @@ impl ShellRun {
                 _ = ctx.cancel.cancelled() => {}
             }
         }
-        Ok(report(env, &task, &notes))
+        let mut out = report(env, &task, &notes);
+        if let Some(obj) = out.data.as_object_mut() {
+            obj.insert("exec_boundary".into(), boundary);
+        }
+        Ok(out)
     }
 }
 

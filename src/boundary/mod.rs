@@ -1,0 +1,264 @@
+//! The decision server: answers the gate's "may I exec this?" over a unix socket in a
+//! private directory (0700, socket 0600), one thread per connection, with the policy's
+//! verdict; `ask` is settled by the profile's `on_ask` when no person can answer. Every
+//! decision is appended to the audit log (JSONL) when the profile names one. The server
+//! and its directory go away when it is dropped.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::policy::{Decision, Policy};
+
+const MAX_REQUEST: usize = 1 << 20;
+
+#[derive(Debug, Deserialize)]
+struct Request {
+    program: String,
+    argv: Vec<String>,
+    #[serde(default)]
+    cwd: String,
+    #[serde(default)]
+    pid: u32,
+}
+
+/// Who settles an `ask` when nobody can be asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnAsk {
+    #[default]
+    Deny,
+    Allow,
+}
+
+/// Finds the task a gate process belongs to (by walking its parents).
+pub type TaskOf = Arc<dyn Fn(u32) -> Option<String> + Send + Sync>;
+
+pub struct DecisionServer {
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    listener: Arc<UnixListener>,
+}
+
+struct Shared {
+    policy: Arc<Policy>,
+    on_ask: OnAsk,
+    audit: Option<Mutex<std::fs::File>>,
+    task_of: TaskOf,
+}
+
+impl DecisionServer {
+    pub fn start(
+        policy: Arc<Policy>,
+        on_ask: OnAsk,
+        audit_log: Option<&Path>,
+        task_of: TaskOf,
+    ) -> std::io::Result<DecisionServer> {
+        let dir = tempfile::Builder::new()
+            .prefix("whalebox-gate-")
+            .tempdir()?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+        let socket = dir.path().join("gate.sock");
+        let listener = UnixListener::bind(&socket)?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+        let audit = match audit_log {
+            Some(p) => {
+                let mut opts = std::fs::OpenOptions::new();
+                opts.create(true).append(true);
+                std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+                Some(Mutex::new(opts.open(p)?))
+            }
+            None => None,
+        };
+        let shared = Arc::new(Shared {
+            policy,
+            on_ask,
+            audit,
+            task_of,
+        });
+        let listener = Arc::new(listener);
+        let accepting = listener.clone();
+        std::thread::Builder::new()
+            .name("whalebox-decisions".into())
+            .spawn(move || {
+                for conn in accepting.incoming() {
+                    let Ok(conn) = conn else { break };
+                    let shared = shared.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("whalebox-decision".into())
+                        .spawn(move || serve(conn, &shared));
+                }
+            })?;
+        Ok(DecisionServer {
+            dir,
+            socket,
+            listener,
+        })
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for DecisionServer {
+    fn drop(&mut self) {
+        // Wake the accept loop so the thread ends; the directory goes with TempDir.
+        let _ = self.listener.set_nonblocking(true);
+        let _ = UnixStream::connect(&self.socket);
+    }
+}
+
+fn read_frame(conn: &mut UnixStream) -> std::io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    conn.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_REQUEST {
+        return Err(std::io::Error::other("request too large"));
+    }
+    let mut body = vec![0u8; len];
+    conn.read_exact(&mut body)?;
+    Ok(body)
+}
+
+fn serve(mut conn: UnixStream, shared: &Shared) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+    let Ok(body) = read_frame(&mut conn) else {
+        return;
+    };
+    let (decision, reason, record) = match serde_json::from_slice::<Request>(&body) {
+        Ok(req) => decide(&req, shared),
+        Err(e) => (
+            Decision::Deny,
+            format!("a malformed request: {e}"),
+            json!({"error": e.to_string()}),
+        ),
+    };
+    let reply = json!({"decision": decision.as_str(), "reason": reason}).to_string();
+    let mut frame = (reply.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(reply.as_bytes());
+    let _ = conn.write_all(&frame);
+    if let Some(audit) = &shared.audit
+        && let Ok(mut f) = audit.lock()
+    {
+        let _ = writeln!(f, "{record}");
+    }
+}
+
+fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Value) {
+    let verdict = shared.policy.evaluate(&req.program, &req.argv);
+    let (decision, reason, approved_by) = match verdict.decision {
+        Decision::Ask => match shared.on_ask {
+            OnAsk::Allow => (
+                Decision::Allow,
+                format!(
+                    "{} (approval needed; allowed by on_ask = \"allow\")",
+                    verdict.reason
+                ),
+                Some("on_ask"),
+            ),
+            OnAsk::Deny => (
+                Decision::Deny,
+                format!(
+                    "approval needed and no one can answer here (on_ask = \"deny\"): {}",
+                    verdict.reason
+                ),
+                None,
+            ),
+        },
+        d => (d, verdict.reason.clone(), None),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let record = json!({
+        "time": now,
+        "task_id": (shared.task_of)(req.pid),
+        "program": req.program,
+        "argv": req.argv,
+        "cwd": req.cwd,
+        "pid": req.pid,
+        "decision": decision.as_str(),
+        "policy_decision": verdict.decision.as_str(),
+        "matched": verdict.matched,
+        "reason": reason,
+        "approved_by": approved_by,
+    });
+    (decision, reason, record)
+}
+
+/// The gated zsh and the gate, found and checked.
+#[derive(Debug, Clone)]
+pub struct GatedShell {
+    pub zsh: PathBuf,
+    pub gate: PathBuf,
+}
+
+/// Find the gated zsh: the profile's `[shell] zsh`, `$WHALEBOX_ZSH`, `zsh` next to the
+/// whalebox binary, or `target/zsh/bin/zsh` of the build whalebox runs from; and the gate
+/// (`$WHALEBOX_GATE_BIN`, or `whalebox-gate` next to the binary). A candidate counts only
+/// if it really gates: run with a gate and no server, `/bin/true` must be denied.
+pub fn find_gated_shell(configured: Option<&str>) -> Result<GatedShell, String> {
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let gate = std::env::var_os("WHALEBOX_GATE_BIN")
+        .map(PathBuf::from)
+        .or_else(|| exe_dir.as_ref().map(|d| d.join("whalebox-gate")))
+        .filter(|g| g.is_file())
+        .ok_or("whalebox-gate was not found next to the whalebox binary (or $WHALEBOX_GATE_BIN)")?;
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(c) = configured {
+        candidates.push(c.into());
+    } else {
+        if let Some(z) = std::env::var_os("WHALEBOX_ZSH") {
+            candidates.push(z.into());
+        }
+        if let Some(d) = &exe_dir {
+            candidates.push(d.join("zsh"));
+            candidates.push(d.join("../zsh/bin/zsh"));
+            candidates.push(d.join("../../target/zsh/bin/zsh"));
+        }
+    }
+    let mut tried = Vec::new();
+    for zsh in candidates {
+        if !zsh.is_file() {
+            tried.push(format!("{} (missing)", zsh.display()));
+            continue;
+        }
+        let probe = std::process::Command::new(&zsh)
+            .args(["-fc", "/bin/true"])
+            .env("WHALEBOX_GATE", &gate)
+            .env("WHALEBOX_GATE_SOCKET", "/nonexistent/whalebox-probe.sock")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        match probe {
+            Ok(st) if st.code() == Some(126) => {
+                let zsh = zsh.canonicalize().unwrap_or(zsh);
+                return Ok(GatedShell { zsh, gate });
+            }
+            _ => tried.push(format!("{} (not the gated zsh)", zsh.display())),
+        }
+    }
+    Err(format!(
+        "no gated zsh found (tried {}); build it with nix/zsh/build.sh or set [shell] zsh",
+        if tried.is_empty() {
+            "nothing".to_string()
+        } else {
+            tried.join(", ")
+        }
+    ))
+}
