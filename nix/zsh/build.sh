@@ -10,13 +10,14 @@ sha=9b8d1ecedd5b5e81fbf1918e876752a7dd948e05c1a0dba10ab863842d45acd5
 src=$root/target/zsh-src
 prefix=$root/target/zsh
 mkdir -p "$src"
-tarball=${ZSH_TARBALL:-$src/zsh_5.9.orig.tar.xz}
-if [ ! -f "$tarball" ]; then
-  if command -v apt-get >/dev/null && (cd "$src" && apt-get source --download-only zsh >/dev/null 2>&1) \
-     && [ -f "$src/zsh_5.9.orig.tar.xz" ]; then
-    :
-  else
-    curl -fsSL -o "$tarball" https://www.zsh.org/pub/zsh-5.9.tar.xz
+tarball=${ZSH_TARBALL:-}
+if [ -z "$tarball" ]; then
+  tarball=$src/zsh_5.9.orig.tar.xz
+  if [ ! -f "$tarball" ]; then
+    if ! { command -v apt-get >/dev/null && (cd "$src" && apt-get source --download-only zsh >/dev/null 2>&1) \
+           && [ -f "$tarball" ]; }; then
+      curl -fsSL -o "$tarball" https://www.zsh.org/pub/zsh-5.9.tar.xz
+    fi
   fi
 fi
 echo "$sha  $tarball" | sha256sum -c --quiet - || { echo "build.sh: $tarball is not zsh 5.9 (sha256 mismatch)" >&2; exit 1; }

@@ -1,5 +1,6 @@
 //! whalebox-gate: the program the patched zsh execs instead of every external command
-//! (`whalebox-gate --whalebox-gate PROGRAM ARGV0 ARGV1 …`). It asks the decision server
+//! (`whalebox-gate --whalebox-gate SHELL PROGRAM ARGV0 ARGV1 …`, SHELL being that zsh's
+//! own binary). It asks the decision server
 //! on `$WHALEBOX_GATE_SOCKET` and, when allowed, execs PROGRAM with the argv and the
 //! environment it was given. Anything else (a denial, no server, a bad reply, a
 //! timeout) ends with exit 126 and a line on stderr: the gate fails closed.
@@ -11,7 +12,6 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 const DENIED: i32 = 126;
@@ -76,13 +76,58 @@ fn ask(program: &str, argv: &[OsString]) -> Result<(String, String), String> {
     Ok((decision, reason))
 }
 
+unsafe extern "C" {
+    fn signal(signum: std::ffi::c_int, handler: usize) -> usize;
+    #[link_name = "execve"]
+    fn sys_execve(
+        path: *const std::ffi::c_char,
+        argv: *const *const std::ffi::c_char,
+        envp: *const *const std::ffi::c_char,
+    ) -> std::ffi::c_int;
+}
+
+/// execve(2) itself: std's `Command::exec` goes through execvp, whose ENOEXEC fallback
+/// would run a script without `#!` with /bin/sh, outside the boundary.
+fn execve(program: &OsString, argv: &[OsString]) -> std::io::Error {
+    let c = |s: &std::ffi::OsStr| std::ffi::CString::new(s.as_bytes()).ok();
+    let Some(path) = c(program) else {
+        return std::io::Error::from(std::io::ErrorKind::InvalidInput);
+    };
+    let args: Option<Vec<_>> = argv.iter().map(|a| c(a)).collect();
+    let env: Option<Vec<_>> = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut kv = k;
+            kv.push("=");
+            kv.push(v);
+            c(&kv)
+        })
+        .collect();
+    let (Some(args), Some(env)) = (args, env) else {
+        return std::io::Error::from(std::io::ErrorKind::InvalidInput);
+    };
+    let mut argp: Vec<*const std::ffi::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    argp.push(std::ptr::null());
+    let mut envp: Vec<*const std::ffi::c_char> = env.iter().map(|e| e.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    // Rust ignores SIGPIPE at start and an ignored signal survives exec: give the
+    // program the default back, as std's Command does (else `yes | head` never ends
+    // by the signal and prints "Broken pipe").
+    const SIGPIPE: std::ffi::c_int = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: restoring a default disposition just before exec.
+    unsafe { signal(SIGPIPE, SIG_DFL) };
+    // SAFETY: NUL-terminated strings and NULL-terminated arrays that outlive the call.
+    unsafe { sys_execve(path.as_ptr(), argp.as_ptr(), envp.as_ptr()) };
+    std::io::Error::last_os_error()
+}
+
 fn main() {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() != Some(std::ffi::OsStr::new("--whalebox-gate")) {
         eprintln!("whalebox-gate is run by the gated zsh, not by hand");
         std::process::exit(2);
     }
-    let Some(program) = args.next() else {
+    let (Some(shell), Some(program)) = (args.next(), args.next()) else {
         deny("(nothing)", "no program given");
     };
     let argv: Vec<OsString> = args.collect();
@@ -93,18 +138,18 @@ fn main() {
         Ok((d, _)) => deny(&shown, &format!("unknown decision `{d}`")),
         Err(e) => deny(&shown, &e),
     }
-    let mut cmd = std::process::Command::new(&program);
-    if let Some((argv0, rest)) = argv.split_first() {
-        cmd.arg0(argv0).args(rest);
-    }
-    let err = cmd.exec();
+    let err = execve(&program, &argv);
     if err.raw_os_error() == Some(ENOEXEC) {
-        // A script without `#!`: run it with /bin/sh, as zsh would.
-        let err = std::process::Command::new("/bin/sh")
-            .arg0("sh")
-            .arg(&program)
-            .args(argv.iter().skip(1))
-            .exec();
+        // A script without `#!`: zsh would hand it to /bin/sh; the gated zsh in sh
+        // emulation runs it instead, so its commands stay gated.
+        let sh = if shell.is_empty() {
+            OsString::from("/bin/sh")
+        } else {
+            shell
+        };
+        let mut sh_argv = vec![OsString::from("sh"), program.clone()];
+        sh_argv.extend(argv.iter().skip(1).cloned());
+        let err = execve(&sh, &sh_argv);
         eprintln!("whalebox-gate: {shown}: {err}");
         std::process::exit(DENIED);
     }

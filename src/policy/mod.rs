@@ -227,6 +227,7 @@ fn load_file(
 ) -> Result<Top, PolicyError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| PolicyError(format!("{}: cannot read the policy: {e}", path.display())))?;
+    files.push(path.to_path_buf());
     parse(
         &text,
         &path.display().to_string(),
@@ -235,10 +236,6 @@ fn load_file(
         rules,
         depth,
     )
-    .map(|t| {
-        files.insert(files.len().min(depth), path.to_path_buf());
-        t
-    })
 }
 
 fn parse(

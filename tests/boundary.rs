@@ -1,0 +1,258 @@
+//! The exec boundary with the real gated zsh (built by nix/zsh/build.sh, which tests/run
+//! runs): a battery of ways to run a denied program, each of which must be denied with
+//! the file never created, while allowed programs keep their output and exit codes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Fixture, text};
+use serde_json::json;
+
+fn gated_zsh() -> PathBuf {
+    let zsh = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zsh/bin/zsh");
+    assert!(
+        zsh.is_file(),
+        "the gated zsh is missing at {}: run nix/zsh/build.sh (tests/run does)",
+        zsh.display()
+    );
+    zsh
+}
+
+fn fixture() -> Fixture {
+    let f = Fixture::new();
+    std::fs::write(
+        f.root.join("policy.toml"),
+        r#"version = 1
+default = "allow"
+
+[[rule]]
+pattern = ["touch"]
+decision = "deny"
+justification = "tests deny touch"
+match = ["touch x", "/usr/bin/touch x"]
+"#,
+    )
+    .unwrap();
+    f.with_profile(&format!(
+        "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
+        gated_zsh().display()
+    ))
+}
+
+#[test]
+fn every_way_to_run_a_denied_program_is_denied() {
+    let f = fixture();
+    let zsh = gated_zsh();
+    let zsh_dir = zsh.parent().unwrap().display().to_string();
+    std::fs::write(f.ws.join("noshebang.sh"), "touch made-by-noshebang\n").unwrap();
+    std::fs::write(
+        f.ws.join("envzsh.sh"),
+        "#!/usr/bin/env zsh\ntouch made-by-envzsh\n",
+    )
+    .unwrap();
+    for s in ["noshebang.sh", "envzsh.sh"] {
+        let p = f.ws.join(s);
+        let mut perm = std::fs::metadata(&p).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&p, perm).unwrap();
+    }
+    let z = zsh.display();
+    let battery: Vec<(&str, String)> = vec![
+        ("direct", "touch made-direct".into()),
+        ("absolute", "/usr/bin/touch made-absolute".into()),
+        (
+            "copy",
+            "cp /usr/bin/touch ./touch && ./touch made-copy".into(),
+        ),
+        ("exec", "exec touch made-exec".into()),
+        ("command", "command touch made-command".into()),
+        ("builtin", "builtin command touch made-builtin".into()),
+        ("substitution", "echo $(touch made-subst)".into()),
+        ("backquotes", "echo `touch made-backq`".into()),
+        ("process substitution", "cat <(touch made-procsubst)".into()),
+        ("pipeline", "true | touch made-pipe | cat".into()),
+        ("subshell", "( touch made-subshell )".into()),
+        ("eval", "eval 'touch made-eval'".into()),
+        ("function", "ls() { touch made-function }; ls".into()),
+        ("alias", "alias ls='touch made-alias'; eval ls".into()),
+        (
+            "unset",
+            "unset WHALEBOX_GATE WHALEBOX_GATE_SOCKET; touch made-unset".into(),
+        ),
+        (
+            "export",
+            "export WHALEBOX_GATE=/bin/true; touch made-export".into(),
+        ),
+        (
+            "typeset",
+            "typeset +x WHALEBOX_GATE_SOCKET; typeset WHALEBOX_GATE_SOCKET=/x; touch made-typeset"
+                .into(),
+        ),
+        ("exec -c", "exec -c touch made-exec-c".into()),
+        (
+            "env -u",
+            "env -u WHALEBOX_GATE_SOCKET touch made-env-u".into(),
+        ),
+        ("env -i", "env -i /usr/bin/touch made-env-i".into()),
+        ("env", "env touch made-env".into()),
+        ("nested zsh", format!("{z} -fc 'touch made-nested'")),
+        ("#!/usr/bin/env zsh", "./envzsh.sh".into()),
+        ("no shebang", "./noshebang.sh".into()),
+        ("xargs", "echo made-xargs | xargs touch".into()),
+        ("nice", "nice touch made-nice".into()),
+        ("timeout", "timeout 5 touch made-timeout".into()),
+    ];
+    for (name, command) in &battery {
+        let env = f.ok(
+            "shell_run",
+            &json!({"command": command, "env": {"PATH": format!("{zsh_dir}:/usr/bin:/bin")}})
+                .to_string(),
+        );
+        let t = text(&env);
+        assert_eq!(env["data"]["exec_boundary"]["gated"], true, "{name}: {t}");
+        let made: Vec<String> = std::fs::read_dir(&f.ws)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("made"))
+            .collect();
+        assert!(
+            made.is_empty(),
+            "{name}: `{command}` created {made:?}:\n{t}"
+        );
+        assert!(
+            t.contains("whalebox: denied") || t.contains("read-only variable"),
+            "{name}: no denial reported:\n{t}"
+        );
+    }
+    let audit = std::fs::read_to_string(f.root.join("audit.jsonl")).unwrap();
+    assert!(audit.lines().count() >= battery.len());
+    let first: serde_json::Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert_eq!(first["decision"], "deny");
+    assert_eq!(first["program"], "/usr/bin/touch");
+    assert!(
+        first["task_id"]
+            .as_str()
+            .is_some_and(|t| t.starts_with('t')),
+        "{first}"
+    );
+    assert_eq!(first["matched"][0]["justification"], "tests deny touch");
+}
+
+#[test]
+fn refused_modules_and_readonly_variables() {
+    let f = fixture();
+    for (command, needle) in [
+        (
+            "zmodload zsh/system",
+            "disabled by the whalebox exec boundary",
+        ),
+        (
+            "zmodload zsh/files",
+            "disabled by the whalebox exec boundary",
+        ),
+        (
+            "zmodload zsh/net/tcp",
+            "disabled by the whalebox exec boundary",
+        ),
+        (
+            "zmodload zsh/zpty",
+            "disabled by the whalebox exec boundary",
+        ),
+        ("unset WHALEBOX_GATE", "read-only variable"),
+    ] {
+        let env = f.ok("shell_run", &json!({"command": command}).to_string());
+        assert!(text(&env).contains(needle), "{command}: {}", text(&env));
+    }
+}
+
+#[test]
+fn allowed_programs_keep_their_output_and_exit_codes() {
+    let f = fixture();
+    let env = f.ok(
+        "shell_run",
+        &json!({"command": "echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; sh -c 'exit 7'"})
+            .to_string(),
+    );
+    assert_eq!(env["data"]["exit_code"], 7);
+    let t = text(&env);
+    assert!(t.starts_with("hi\n.\n2\nrc=1\n"), "{t}");
+}
+
+#[test]
+fn the_gate_without_a_server_denies() {
+    let zsh = gated_zsh();
+    let gate = Path::new(common::bin()).with_file_name("whalebox-gate");
+    let out = std::process::Command::new(&zsh)
+        .args(["-fc", "echo before; /bin/echo never; echo after $?"])
+        .env("WHALEBOX_GATE", &gate)
+        .env("WHALEBOX_GATE_SOCKET", "/nonexistent/gate.sock")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout, "before\nafter 126\n");
+    assert!(
+        stderr.contains("whalebox: denied /bin/echo: no decision server"),
+        "{stderr}"
+    );
+    // Without the variables the patched zsh is a plain zsh.
+    let out = std::process::Command::new(&zsh)
+        .args(["-fc", "/bin/echo plain"])
+        .env_remove("WHALEBOX_GATE")
+        .env_remove("WHALEBOX_GATE_SOCKET")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "plain\n");
+}
+
+#[test]
+fn a_policy_whose_examples_fail_stops_startup() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.root.join("bad.toml"),
+        "version = 1\n[[rule]]\npattern = [\"git\", \"status\"]\ndecision = \"allow\"\nmatch = [\"git log\"]\n",
+    )
+    .unwrap();
+    let f = f.with_profile("policy = \"bad.toml\"\n");
+    let out = f
+        .command(&[
+            "call",
+            "shell_run",
+            "--args",
+            "{\"command\":\"true\"}",
+            "--profile",
+            f.profile.as_ref().unwrap().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let code = common::code(&out);
+    assert_eq!(code, 2);
+    let out = f
+        .command(&[
+            "serve",
+            "--profile",
+            f.profile.as_ref().unwrap().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(common::code(&out), 2);
+    assert!(
+        stderr.contains("bad.toml:3") && stderr.contains("git log"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn required_without_a_gated_zsh_refuses_clearly() {
+    let f =
+        Fixture::new().with_profile("[shell]\nexec_boundary = \"required\"\nzsh = \"/bin/bash\"\n");
+    let env = f.err(
+        "shell_run",
+        &json!({"command": "true"}).to_string(),
+        "unsupported",
+    );
+    assert!(text(&env).contains("not the gated zsh"), "{}", text(&env));
+}
