@@ -91,6 +91,34 @@ enum Command {
         #[command(subcommand)]
         command: ProfileCommand,
     },
+    /// Check exec policies.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Print the decision for one command and every rule that matched, as JSON.
+    #[command(
+        after_help = "Example:\n  whalebox policy check --policy policies/default.toml -- git push origin main"
+    )]
+    Check {
+        /// Policy file (default: the profile's, else the embedded default policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        profile: ProfileArgs,
+        /// The command: program and arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Load policy files and check their examples; exit 1 if any fails.
+    Test {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -153,6 +181,17 @@ async fn run(cli: Cli) -> ExitCode {
             profile,
         } => call(&tool, args, args_file, &profile).await,
         Command::Tools { json, profile } => list_tools(json, &profile),
+        Command::Policy {
+            command:
+                PolicyCommand::Check {
+                    policy,
+                    profile,
+                    command,
+                },
+        } => policy_check(policy, &profile, &command),
+        Command::Policy {
+            command: PolicyCommand::Test { files },
+        } => policy_test(&files),
         Command::Profile {
             command: ProfileCommand::Check { file, workspace },
         } => check_profile(ProfileArgs {
@@ -390,5 +429,64 @@ async fn shutdown_signal() -> &'static str {
         _ = next(&mut term) => "SIGTERM",
         _ = next(&mut int) => "SIGINT",
         _ = next(&mut hup) => "SIGHUP",
+    }
+}
+
+fn policy_check(file: Option<PathBuf>, profile: &ProfileArgs, command: &[String]) -> ExitCode {
+    let path = match file {
+        Some(f) => Some(f),
+        None if profile.profile.is_some() => match Profile::load(&profile.load_options()) {
+            Ok(p) => p.policy,
+            Err(e) => {
+                eprintln!("whalebox: profile error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
+    let policy = match &path {
+        Some(p) => match whalebox::policy::Policy::load(p) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("whalebox: policy error: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => whalebox::policy::Policy::embedded(),
+    };
+    let Some((program, _)) = command.split_first() else {
+        eprintln!("whalebox: give the command after --");
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let verdict = policy.evaluate(program, command);
+    let report = json!({
+        "policy": path.map(|p| p.display().to_string()),
+        "command": command,
+        "decision": verdict.decision.as_str(),
+        "reason": verdict.reason,
+        "matched": verdict.matched,
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report).unwrap_or_default()
+    );
+    ExitCode::SUCCESS
+}
+
+fn policy_test(files: &[PathBuf]) -> ExitCode {
+    let mut failed = false;
+    for f in files {
+        match whalebox::policy::Policy::load(f) {
+            Ok(p) => println!("ok   {} ({} rules)", f.display(), p.rules.len()),
+            Err(e) => {
+                println!("FAIL {e}");
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(EXIT_TOOL_ERROR)
+    } else {
+        ExitCode::SUCCESS
     }
 }

@@ -256,3 +256,57 @@ fn required_without_a_gated_zsh_refuses_clearly() {
     );
     assert!(text(&env).contains("not the gated zsh"), "{}", text(&env));
 }
+
+#[test]
+fn the_policy_cli_checks_files_and_explains_decisions() {
+    let f = Fixture::new();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dev = repo.join("policies/dev.toml");
+    let out = f
+        .command(&[
+            "policy",
+            "test",
+            dev.to_str().unwrap(),
+            repo.join("policies/org.toml").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        common::code(&out),
+        0,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = f
+        .command(&[
+            "policy",
+            "check",
+            "--policy",
+            dev.to_str().unwrap(),
+            "--",
+            "env",
+            "sudo",
+            "git",
+            "status",
+        ])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["decision"], "deny", "{report:#}");
+    assert!(
+        report["reason"].as_str().unwrap().contains("org.toml:6"),
+        "{report:#}"
+    );
+    assert!(
+        report["matched"].as_array().unwrap().len() >= 2,
+        "every matching rule is reported"
+    );
+    let bad = f.root.join("bad.toml");
+    std::fs::write(&bad, "version = 1\n[[rule]]\npattern = [\"ls\"]\ndecision = \"allow\"\nnot_match = [\"ls -l\"]\n").unwrap();
+    let out = f
+        .command(&["policy", "test", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(common::code(&out), 1);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bad.toml:3"));
+}
