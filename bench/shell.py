@@ -13,7 +13,9 @@ import time
 
 RUNS = int(os.environ.get("BENCH_RUNS", "200"))
 binary = sys.argv[1]
-shell = shutil.which("zsh") or shutil.which("bash")
+# The shell shell_run uses: the gated zsh when built (run bare, it is a stock zsh).
+gated = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "zsh", "bin", "zsh")
+shell = os.path.realpath(gated) if os.access(gated, os.X_OK) else (shutil.which("zsh") or shutil.which("bash"))
 ws = tempfile.mkdtemp(prefix="whalebox-shell-bench-")
 env = {"PATH": os.environ["PATH"], "HOME": ws, "RUST_LOG": "warn"}
 
@@ -28,7 +30,7 @@ def median_ms(fn, runs=RUNS):
     return statistics.median(times)
 
 
-bare = median_ms(lambda: subprocess.run([shell, "-c", "true"], check=True))
+bare = median_ms(lambda: subprocess.run([shell, "-fc", "true"], check=True))
 
 server = subprocess.Popen([binary, "serve", "--workspace", ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 next_id = 0
