@@ -40,6 +40,52 @@ pub enum OnAsk {
 /// Finds the task a gate process belongs to (by walking its parents).
 pub type TaskOf = Arc<dyn Fn(u32) -> Option<String> + Send + Sync>;
 
+/// A person's answer to an `ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    Once,
+    /// Allow this program (and first argument) for the rest of the session.
+    Session,
+    Deny,
+}
+
+/// What a person is asked about.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    pub command: String,
+    pub reason: String,
+    pub task_id: Option<String>,
+}
+
+/// Asks a person (MCP elicitation, a terminal); `None`: nobody can answer here.
+pub type Approver = Arc<dyn Fn(&ApprovalRequest) -> Option<(Approval, &'static str)> + Send + Sync>;
+
+/// Where the session's approver is installed once a client that can answer connects.
+#[derive(Clone, Default)]
+pub struct ApproverSlot(Arc<Mutex<Option<Approver>>>);
+
+impl ApproverSlot {
+    pub fn set(&self, approver: Approver) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(approver);
+        }
+    }
+
+    pub fn get(&self) -> Option<Approver> {
+        self.0.lock().ok().and_then(|a| a.clone())
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.lock().map(|a| a.is_some()).unwrap_or(false)
+    }
+}
+
+impl std::fmt::Debug for ApproverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApproverSlot(set: {})", self.is_set())
+    }
+}
+
 pub struct DecisionServer {
     dir: tempfile::TempDir,
     socket: PathBuf,
@@ -51,6 +97,9 @@ struct Shared {
     on_ask: OnAsk,
     audit: Option<Mutex<std::fs::File>>,
     task_of: TaskOf,
+    approver: ApproverSlot,
+    /// Prefixes (program basename, first argument) a person allowed for the session.
+    allowed: Mutex<Vec<Vec<String>>>,
 }
 
 impl DecisionServer {
@@ -59,6 +108,7 @@ impl DecisionServer {
         on_ask: OnAsk,
         audit_log: Option<&Path>,
         task_of: TaskOf,
+        approver: ApproverSlot,
     ) -> std::io::Result<DecisionServer> {
         let dir = tempfile::Builder::new()
             .prefix("whalebox-gate-")
@@ -81,6 +131,8 @@ impl DecisionServer {
             on_ask,
             audit,
             task_of,
+            approver,
+            allowed: Mutex::new(Vec::new()),
         });
         let listener = Arc::new(listener);
         let accepting = listener.clone();
@@ -155,27 +207,91 @@ fn serve(mut conn: UnixStream, shared: &Shared) {
     }
 }
 
+/// The session prefix an approval covers: the program's basename, plus its first
+/// argument when the policy tells that program's subcommands apart (so allowing
+/// `git fetch` for the session does not allow `git push`).
+fn prefix(req: &Request, policy: &Policy) -> Vec<String> {
+    let base = req
+        .program
+        .rsplit('/')
+        .next()
+        .unwrap_or(&req.program)
+        .to_string();
+    let by_subcommand = policy
+        .rules
+        .iter()
+        .any(|r| r.pattern.len() > 1 && r.pattern[0].contains(&base));
+    std::iter::once(base.clone())
+        .chain(req.argv.get(1).cloned().filter(|_| by_subcommand))
+        .collect()
+}
+
 fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Value) {
     let verdict = shared.policy.evaluate(&req.program, &req.argv);
+    let task_id = (shared.task_of)(req.pid);
     let (decision, reason, approved_by) = match verdict.decision {
-        Decision::Ask => match shared.on_ask {
-            OnAsk::Allow => (
-                Decision::Allow,
-                format!(
-                    "{} (approval needed; allowed by on_ask = \"allow\")",
-                    verdict.reason
+        Decision::Ask => {
+            let key = prefix(req, &shared.policy);
+            let remembered = shared
+                .allowed
+                .lock()
+                .map(|a| a.contains(&key))
+                .unwrap_or(false);
+            let approver = shared.approver.get();
+            let asked = if remembered {
+                Some((Approval::Session, "session approval"))
+            } else {
+                approver.and_then(|ask| {
+                    ask(&ApprovalRequest {
+                        command: req.argv.join(" "),
+                        reason: verdict.reason.clone(),
+                        task_id: task_id.clone(),
+                    })
+                })
+            };
+            match asked {
+                Some((Approval::Once, who)) => (
+                    Decision::Allow,
+                    format!("approved once by {who}"),
+                    Some(who),
                 ),
-                Some("on_ask"),
-            ),
-            OnAsk::Deny => (
-                Decision::Deny,
-                format!(
-                    "approval needed and no one can answer here (on_ask = \"deny\"): {}",
-                    verdict.reason
+                Some((Approval::Session, who)) => {
+                    if let Ok(mut a) = shared.allowed.lock()
+                        && !a.contains(&key)
+                    {
+                        a.push(key.clone());
+                    }
+                    (
+                        Decision::Allow,
+                        format!("approved for this session ({}) by {who}", key.join(" ")),
+                        Some(who),
+                    )
+                }
+                Some((Approval::Deny, who)) => (
+                    Decision::Deny,
+                    format!("declined by {who}: {}", verdict.reason),
+                    None,
                 ),
-                None,
-            ),
-        },
+                None => match shared.on_ask {
+                    OnAsk::Allow => (
+                        Decision::Allow,
+                        format!(
+                            "{} (approval needed; allowed by on_ask = \"allow\")",
+                            verdict.reason
+                        ),
+                        Some("on_ask"),
+                    ),
+                    OnAsk::Deny => (
+                        Decision::Deny,
+                        format!(
+                            "approval needed and no one can answer here (on_ask = \"deny\"): {}",
+                            verdict.reason
+                        ),
+                        None,
+                    ),
+                },
+            }
+        }
         d => (d, verdict.reason.clone(), None),
     };
     let now = std::time::SystemTime::now()
@@ -184,7 +300,7 @@ fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Valu
         .unwrap_or(0.0);
     let record = json!({
         "time": now,
-        "task_id": (shared.task_of)(req.pid),
+        "task_id": task_id,
         "program": req.program,
         "argv": req.argv,
         "cwd": req.cwd,

@@ -16,13 +16,74 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
+use crate::boundary::{Approval, ApprovalRequest, Approver, ApproverSlot};
 use crate::core::{CallContext, Progress, Registry, ToolSpec};
 use crate::tools::Env;
+
+/// How long a person has to answer an approval (the gate waits 120 s).
+const APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(110);
+
+/// An approver that asks the client's user through MCP elicitation, when the client
+/// declared it can (form mode). Called on the decision server's threads, so it blocks
+/// on the runtime.
+fn elicitation_approver(context: &RequestContext<RoleServer>) -> Option<Approver> {
+    use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema};
+    use rmcp::service::ElicitationMode;
+    let peer = context.peer.clone();
+    if !peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+    {
+        return None;
+    }
+    let handle = tokio::runtime::Handle::current();
+    Some(Arc::new(move |req: &ApprovalRequest| {
+        let choices = EnumSchema::builder(vec![
+            "allow_once".to_string(),
+            "allow_session".to_string(),
+            "deny".to_string(),
+        ])
+        .build();
+        let schema = ElicitationSchema::builder()
+            .required_enum_schema("decision", choices)
+            .build()
+            .ok()?;
+        let task = req
+            .task_id
+            .as_deref()
+            .map(|t| format!(" (task {t})"))
+            .unwrap_or_default();
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: format!(
+                "whalebox: the agent wants to run `{}`{task}. The exec policy asks a person: {}. Allow it?",
+                req.command, req.reason
+            ),
+            requested_schema: schema,
+        };
+        let answer = handle
+            .block_on(peer.create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT)))
+            .ok()?;
+        let choice = match answer.action {
+            ElicitationAction::Accept => {
+                match answer.content.as_ref().and_then(|c| c["decision"].as_str()) {
+                    Some("allow_once") => Approval::Once,
+                    Some("allow_session") => Approval::Session,
+                    _ => Approval::Deny,
+                }
+            }
+            _ => Approval::Deny,
+        };
+        Some((choice, "the user (MCP elicitation)"))
+    }))
+}
 
 pub struct Server {
     registry: Arc<Registry>,
     tools: Vec<rmcp::model::Tool>,
     instructions: String,
+    /// Where the exec boundary looks for someone to answer `ask`.
+    approver: ApproverSlot,
 }
 
 impl Server {
@@ -32,6 +93,7 @@ impl Server {
             instructions: instructions(&registry, env),
             registry,
             tools,
+            approver: env.approver.clone(),
         }
     }
 
@@ -131,6 +193,11 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        if !self.approver.is_set()
+            && let Some(approver) = elicitation_approver(&context)
+        {
+            self.approver.set(approver);
+        }
         let result = self.call(&request.name, args, &context).await;
         Ok(CallToolResponse::Complete(result))
     }

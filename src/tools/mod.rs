@@ -16,7 +16,7 @@ mod walk;
 
 use std::sync::Arc;
 
-use crate::boundary::{DecisionServer, GatedShell};
+use crate::boundary::{ApproverSlot, DecisionServer, GatedShell};
 use crate::core::{Registry, RegistryError};
 use crate::guard::PathGuard;
 use crate::mutation::{Ledger, Stripes};
@@ -46,6 +46,8 @@ pub struct Env {
     pub policy: Option<Arc<Policy>>,
     /// The gated zsh and this session's decision server, started on first use.
     gate: std::sync::OnceLock<Result<Arc<Gate>, String>>,
+    /// Who answers the policy's `ask` (installed by the MCP server when its client can).
+    pub approver: ApproverSlot,
 }
 
 /// The exec boundary of one session.
@@ -106,6 +108,7 @@ impl Env {
             session,
             policy,
             gate: std::sync::OnceLock::new(),
+            approver: ApproverSlot::default(),
         })
     }
 
@@ -125,6 +128,7 @@ impl Env {
                     self.profile.shell.on_ask,
                     self.profile.shell.audit_log.as_deref(),
                     Arc::new(move |pid| tasks.task_of_pid(pid)),
+                    self.approver.clone(),
                 )
                 .map_err(|e| format!("cannot start the decision server: {e}"))?;
                 Ok(Arc::new(Gate { shell, server }))

@@ -2,6 +2,8 @@
 by write_stdin, cancellation, bounded memory, and no process left behind."""
 
 import asyncio
+import json
+import pathlib
 import os
 import signal
 import subprocess
@@ -220,3 +222,65 @@ def test_children_are_gone_after_the_server_goes(whalebox_bin, workspace, how):
     while pids_running(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not pids_running(marker), f"left behind after {how}"
+
+
+def gated_profile(tmp_path, workspace):
+    zsh = pathlib.Path(__file__).resolve().parents[2] / "target" / "zsh" / "bin" / "zsh"
+    assert zsh.exists(), f"the gated zsh is missing at {zsh}: run nix/zsh/build.sh (tests/run does)"
+    (tmp_path / "ask.toml").write_text(
+        'version = 1\ndefault = "ask"\nallow_read_only = true\n'
+        '[[rule]]\npattern = ["rm"]\ndecision = "deny"\njustification = "no rm"\n'
+    )
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        f'policy = "ask.toml"\n[shell]\nexec_boundary = "required"\nzsh = "{zsh}"\naudit_log = "audit.jsonl"\n'
+    )
+    return profile
+
+
+def gated_client(whalebox_bin, workspace, profile, mode, callback=None):
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=whalebox_bin,
+        args=["serve", "--profile", str(profile), "--workspace", str(workspace)],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(workspace.parent), "RUST_LOG": "warn"},
+    )
+    return Client(params, mode=mode, read_timeout_seconds=60, elicitation_callback=callback)
+
+
+async def test_approvals_through_mcp_elicitation(whalebox_bin, workspace, tmp_path):
+    from mcp import types
+
+    profile = gated_profile(tmp_path, workspace)
+    asked = []
+    answer = {"decision": "allow_session"}
+
+    async def on_elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content=dict(answer))
+
+    async with gated_client(whalebox_bin, workspace, profile, "legacy", on_elicit) as c:
+        env = await call(c, "shell_run", {"command": "touch a1; touch a2; ls -d a1 a2"})
+        assert (workspace / "a1").exists() and (workspace / "a2").exists(), env["text"]
+        assert len(asked) == 1, "allow for the session: asked once for touch, not for a2"
+        assert "touch a1" in asked[0]
+        answer["decision"] = "deny"
+        env = await call(c, "shell_run", {"command": "mkdir d1"})
+        assert not (workspace / "d1").exists()
+        assert "declined by the user" in env["text"]
+        env = await call(c, "shell_run", {"command": "rm a1"})
+        assert (workspace / "a1").exists(), "a deny rule is never asked"
+        assert len(asked) == 2
+    audit = [json.loads(l) for l in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert any(r["approved_by"] == "the user (MCP elicitation)" for r in audit)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_ask_without_a_person_is_denied_and_said(whalebox_bin, workspace, tmp_path, mode):
+    profile = gated_profile(tmp_path, workspace)
+    async with gated_client(whalebox_bin, workspace, profile, mode) as c:
+        env = await call(c, "shell_run", {"command": "touch nobody-asked"})
+        assert not (workspace / "nobody-asked").exists()
+        assert "approval needed" in env["text"]
+        assert any(d["kind"] == "denied_by_policy" for d in env["data"]["diagnoses"])
