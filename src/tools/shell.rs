@@ -302,6 +302,7 @@ impl ShellRun {
         };
         let mut notes = Vec::new();
         let mut gate_env: Vec<(String, String)> = Vec::new();
+        let mut gated_zsh = None;
         let boundary = match cfg.exec_boundary {
             ExecBoundary::Off => json!({"gated": false, "reason": "exec_boundary = off"}),
             mode => match env.gate() {
@@ -311,6 +312,7 @@ impl ShellRun {
                         "WHALEBOX_GATE_SOCKET".into(),
                         g.server.socket().display().to_string(),
                     ));
+                    gated_zsh = Some(g.shell.zsh.clone());
                     json!({"gated": true, "zsh": g.shell.zsh.display().to_string()})
                 }
                 Err(why) if mode == ExecBoundary::Required => {
@@ -328,12 +330,9 @@ impl ShellRun {
                 }
             },
         };
-        let shell = if gate_env.is_empty() {
-            plain_shell()?
-        } else {
-            env.gate()
-                .map(|g| g.shell.zsh.clone())
-                .map_err(ToolError::internal)?
+        let shell = match gated_zsh {
+            Some(zsh) => zsh,
+            None => plain_shell()?,
         };
         let requested = a.yield_time_ms.unwrap_or(cfg.default_yield_ms);
         let yield_ms = requested.min(cfg.max_yield_ms);
