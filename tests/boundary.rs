@@ -172,16 +172,24 @@ fn allowed_programs_keep_their_output_and_exit_codes() {
     let f = fixture();
     let env = f.ok(
         "shell_run",
-        &json!({"command": "echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; sh -c 'exit 7'"})
+        &json!({"command": "echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; \
+            \"$WHALEBOX_GATE\" --whalebox-gate '' /bin/echo echo via-gate; \
+            \"$WHALEBOX_GATE\" --whalebox-gate '' /usr/bin/touch touch made-via-gate; echo gate=$?; \
+            sh -c 'exit 7'"})
             .to_string(),
     );
     assert_eq!(env["data"]["exit_code"], 7);
     let t = text(&env);
-    assert!(t.starts_with("hi\n.\n2\nrc=1\n"), "{t}");
+    assert!(t.starts_with("hi\n.\n2\nrc=1\nvia-gate\n"), "{t}");
+    assert!(
+        t.contains("denied /usr/bin/touch") && t.contains("gate=126"),
+        "{t}"
+    );
+    assert!(!f.ws.join("made-via-gate").exists());
 }
 
 #[test]
-fn the_gate_without_a_server_denies() {
+fn the_gate_without_a_server_denies_in_zsh_and_as_a_program() {
     let zsh = gated_zsh();
     let gate = Path::new(common::bin()).with_file_name("whalebox-gate");
     let out = std::process::Command::new(&zsh)
@@ -196,6 +204,18 @@ fn the_gate_without_a_server_denies() {
     assert!(
         stderr.contains("whalebox: denied /bin/echo: no decision server"),
         "{stderr}"
+    );
+    // The gate as a program, for exec points that are not zsh: the same fail-closed answer.
+    let out = std::process::Command::new(&gate)
+        .args(["--whalebox-gate", "", "/bin/echo", "echo", "never"])
+        .env("WHALEBOX_GATE_SOCKET", "/nonexistent/gate.sock")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126));
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("denied /bin/echo: no decision server"),
+        "{out:?}"
     );
     // Without the variables the patched zsh is a plain zsh.
     let out = std::process::Command::new(&zsh)

@@ -34,7 +34,7 @@ cd "$work"
 # --with-tcsetpgrp: configure cannot probe it without a terminal (CI).
 ./configure --quiet --prefix="$prefix" --with-tcsetpgrp --enable-etcdir="$prefix/etc" \
   --disable-gdbm --disable-pcre --disable-cap >/dev/null
-make -j"$(nproc)" >/dev/null
+make -j"$(nproc)" >"$src/make.log" 2>&1 || { tail -30 "$src/make.log" >&2; exit 1; }
 # Unconfigured, the patched zsh must behave exactly like stock zsh: a sample of zsh's own
 # test suite (grammar, aliases, quoting, redirection, execution, assignment, control flow,
 # conditions, arithmetic, options; about 30 s). ZSH_CHECK=0 skips it.

@@ -1,9 +1,12 @@
-//! whalebox-gate: the program the patched zsh execs instead of every external command
-//! (`whalebox-gate --whalebox-gate SHELL PROGRAM ARGV0 ARGV1 …`, SHELL being that zsh's
-//! own binary). It asks the decision server
-//! on `$WHALEBOX_GATE_SOCKET` and, when allowed, execs PROGRAM with the argv and the
-//! environment it was given. Anything else (a denial, no server, a bad reply, a
-//! timeout) ends with exit 126 and a line on stderr: the gate fails closed.
+//! whalebox-gate: the exec boundary's client as a program
+//! (`whalebox-gate --whalebox-gate SHELL PROGRAM ARGV0 ARGV1 …`). It asks the decision
+//! server on `$WHALEBOX_GATE_SOCKET` and, when allowed, execs PROGRAM with the argv and
+//! the environment it was given; a script without `#!` runs under SHELL as `sh` (empty:
+//! /bin/sh). Anything else (a denial, no server, a bad reply, a timeout) ends with exit
+//! 126 and a line on stderr: the gate fails closed. The patched zsh has the same client
+//! built in (an extra exec per command costs more than the boundary's budget); this
+//! program serves exec points that are not zsh. whalebox puts its path in
+//! `$WHALEBOX_GATE` for them.
 //!
 //! Wire format, both ways: a 4-byte big-endian length, then that many bytes of JSON.
 //! Request `{program, argv, cwd, pid}`; reply `{decision, reason}`.
