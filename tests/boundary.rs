@@ -104,12 +104,24 @@ fn every_way_to_run_a_denied_program_is_denied() {
         ("timeout", "timeout 5 touch made-timeout".into()),
     ];
     for (name, command) in &battery {
-        let env = f.ok(
+        let (_, env) = f.call(
             "shell_run",
             &json!({"command": command, "env": {"PATH": format!("{zsh_dir}:/usr/bin:/bin")}})
                 .to_string(),
         );
         let t = text(&env);
+        // A refused exec makes the result `denied_by_policy`, naming the rule; a shell
+        // that refuses to drop its variables runs nothing it should not, and says so.
+        if env["code"] == "denied_by_policy" {
+            assert!(
+                (t.contains("policy.toml:") && t.contains("tests deny touch"))
+                    || t.contains("built-in boundary rule"),
+                "{name}: {t}"
+            );
+            assert_eq!(env["data"]["denials"][0]["rules"][0]["decision"], "deny", "{name}");
+        } else {
+            assert_eq!(env["code"], "ok", "{name}: {t}");
+        }
         assert_eq!(env["data"]["exec_boundary"]["gated"], true, "{name}: {t}");
         let made: Vec<String> = std::fs::read_dir(&f.ws)
             .unwrap()
@@ -172,19 +184,31 @@ fn allowed_programs_keep_their_output_and_exit_codes() {
     let f = fixture();
     let env = f.ok(
         "shell_run",
-        &json!({"command": "echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; \
-            \"$WHALEBOX_GATE\" --whalebox-gate '' /bin/echo echo via-gate; \
-            \"$WHALEBOX_GATE\" --whalebox-gate '' /usr/bin/touch touch made-via-gate; echo gate=$?; \
-            sh -c 'exit 7'"})
+        &json!({"command": "echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; sh -c 'exit 7'"})
             .to_string(),
     );
     assert_eq!(env["data"]["exit_code"], 7);
+    assert_eq!(env["data"]["denials_total"], 0);
     let t = text(&env);
-    assert!(t.starts_with("hi\n.\n2\nrc=1\nvia-gate\n"), "{t}");
-    assert!(
-        t.contains("denied /usr/bin/touch") && t.contains("gate=126"),
-        "{t}"
+    assert!(t.starts_with("hi\n.\n2\nrc=1\n"), "{t}");
+}
+
+#[test]
+fn whalebox_gate_asks_the_same_server_for_execs_that_are_not_zsh() {
+    let f = fixture();
+    let env = f.err(
+        "shell_run",
+        &json!({"command": "\"$WHALEBOX_GATE\" --whalebox-gate '' /bin/echo echo via-gate; \
+            \"$WHALEBOX_GATE\" --whalebox-gate '' /usr/bin/touch touch made-via-gate; echo gate=$?"})
+        .to_string(),
+        "denied_by_policy",
     );
+    let t = text(&env);
+    assert!(t.starts_with("via-gate\n"), "{t}");
+    assert!(t.contains("denied /usr/bin/touch") && t.contains("gate=126"), "{t}");
+    assert_eq!(env["data"]["exit_code"], 0);
+    assert_eq!(env["data"]["denials_total"], 1);
+    assert_eq!(env["data"]["denials"][0]["argv"], json!(["touch", "made-via-gate"]));
     assert!(!f.ws.join("made-via-gate").exists());
 }
 

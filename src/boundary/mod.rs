@@ -90,7 +90,31 @@ pub struct DecisionServer {
     dir: tempfile::TempDir,
     socket: PathBuf,
     listener: Arc<UnixListener>,
+    shared: Arc<Shared>,
 }
+
+/// One exec the boundary refused, kept for the result of the task that tried it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Denial {
+    pub program: String,
+    pub argv: Vec<String>,
+    /// The policy said `ask` and nobody could answer (as opposed to a deny rule or a
+    /// person saying no).
+    pub approval_needed: bool,
+    pub reason: String,
+    /// Every rule that matched, with its file:line and justification.
+    pub rules: Vec<crate::policy::Matched>,
+}
+
+/// The denials of one task: the first few in full, and how many there were.
+#[derive(Debug, Clone, Default)]
+pub struct TaskDenials {
+    pub first: Vec<Denial>,
+    pub total: usize,
+}
+
+/// How many denials of one task are kept in full.
+const DENIALS_KEPT: usize = 10;
 
 struct Shared {
     policy: Arc<Policy>,
@@ -100,6 +124,8 @@ struct Shared {
     approver: ApproverSlot,
     /// Prefixes (program basename, first argument) a person allowed for the session.
     allowed: Mutex<Vec<Vec<String>>>,
+    /// Refused execs by task id, for that task's result.
+    denials: Mutex<std::collections::HashMap<String, TaskDenials>>,
 }
 
 impl DecisionServer {
@@ -133,15 +159,17 @@ impl DecisionServer {
             task_of,
             approver,
             allowed: Mutex::new(Vec::new()),
+            denials: Mutex::default(),
         });
         let listener = Arc::new(listener);
         let accepting = listener.clone();
+        let serving = shared.clone();
         std::thread::Builder::new()
             .name("whalebox-decisions".into())
             .spawn(move || {
                 for conn in accepting.incoming() {
                     let Ok(conn) = conn else { break };
-                    let shared = shared.clone();
+                    let shared = serving.clone();
                     let _ = std::thread::Builder::new()
                         .name("whalebox-decision".into())
                         .spawn(move || serve(conn, &shared));
@@ -151,8 +179,20 @@ impl DecisionServer {
             dir,
             socket,
             listener,
+            shared,
         })
     }
+
+    /// The execs refused for this task so far.
+    pub fn denials(&self, task_id: &str) -> TaskDenials {
+        self.shared
+            .denials
+            .lock()
+            .ok()
+            .and_then(|d| d.get(task_id).cloned())
+            .unwrap_or_default()
+    }
+
 
     pub fn socket(&self) -> &Path {
         &self.socket
@@ -229,6 +269,7 @@ fn prefix(req: &Request, policy: &Policy) -> Vec<String> {
 fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Value) {
     let verdict = shared.policy.evaluate(&req.program, &req.argv);
     let task_id = (shared.task_of)(req.pid);
+    let mut approval_needed = false;
     let (decision, reason, approved_by) = match verdict.decision {
         Decision::Ask => {
             let key = prefix(req, &shared.policy);
@@ -281,19 +322,38 @@ fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Valu
                         ),
                         Some("on_ask"),
                     ),
-                    OnAsk::Deny => (
-                        Decision::Deny,
-                        format!(
-                            "approval needed and no one can answer here (on_ask = \"deny\"): {}",
-                            verdict.reason
-                        ),
-                        None,
-                    ),
+                    OnAsk::Deny => {
+                        approval_needed = true;
+                        (
+                            Decision::Deny,
+                            format!(
+                                "approval needed and no one can answer here (on_ask = \"deny\"): {}",
+                                verdict.reason
+                            ),
+                            None,
+                        )
+                    }
                 },
             }
         }
         d => (d, verdict.reason.clone(), None),
     };
+    if decision != Decision::Allow
+        && let Some(id) = &task_id
+        && let Ok(mut all) = shared.denials.lock()
+    {
+        let entry = all.entry(id.clone()).or_default();
+        entry.total += 1;
+        if entry.first.len() < DENIALS_KEPT {
+            entry.first.push(Denial {
+                program: req.program.clone(),
+                argv: req.argv.clone(),
+                approval_needed,
+                reason: reason.clone(),
+                rules: verdict.matched.clone(),
+            });
+        }
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

@@ -49,6 +49,11 @@ pub enum Code {
     Timeout,
     /// The request cannot be carried out this way (e.g. arrow keys to a pipe task).
     Unsupported,
+    /// shell: the exec policy refused a program the command ran (the rule and its
+    /// justification are in the result).
+    DeniedByPolicy,
+    /// shell: the policy asks a person about a program and nobody could answer.
+    ApprovalNeeded,
     /// A bug or an unexpected I/O failure inside whalebox.
     Internal,
 }
@@ -74,6 +79,8 @@ impl Code {
         Code::TaskLimit,
         Code::Timeout,
         Code::Unsupported,
+        Code::DeniedByPolicy,
+        Code::ApprovalNeeded,
         Code::Internal,
     ];
 
@@ -97,6 +104,8 @@ impl Code {
             Code::TaskLimit => "task_limit",
             Code::Timeout => "timeout",
             Code::Unsupported => "unsupported",
+            Code::DeniedByPolicy => "denied_by_policy",
+            Code::ApprovalNeeded => "approval_needed",
             Code::Internal => "internal",
         }
     }

@@ -166,6 +166,13 @@ impl Policy {
             i += 1;
         }
         if let Some((d, why)) = forced {
+            // Built in, not from a file: the boundary guards its own variables.
+            matched.push(Matched {
+                source: "whalebox (built-in boundary rule)".into(),
+                decision: d,
+                justification: Some(why.clone()),
+                command: show(program, argv.get(1..).unwrap_or(&[])),
+            });
             return Verdict {
                 decision: d,
                 reason: why,

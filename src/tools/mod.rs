@@ -112,6 +112,11 @@ impl Env {
         })
     }
 
+    /// The exec boundary if a shell call has started it (never starts it).
+    pub fn started_gate(&self) -> Option<Arc<Gate>> {
+        self.gate.get().and_then(|g| g.as_ref().ok().cloned())
+    }
+
     /// The exec boundary: the gated zsh and a decision server for this session, or why
     /// there is none.
     pub fn gate(&self) -> Result<Arc<Gate>, String> {

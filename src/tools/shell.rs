@@ -51,7 +51,14 @@ fn find_task(env: &Env, id: &str) -> Result<Arc<Task>, ToolError> {
 
 /// The result of a task at this moment: the output since the last read, status,
 /// diagnoses. `notes` are said before the status line.
-fn report(env: &Env, task: &Task, notes: &[String]) -> ToolOutput {
+/// The task's state as a result: output so far, status, diagnoses. A task that ended
+/// with execs the boundary refused is an error (`denied_by_policy`, or
+/// `approval_needed` when every refusal was an unanswered `ask`), output included.
+fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolError> {
+    let denials = env
+        .started_gate()
+        .map(|g| g.server.denials(&task.id))
+        .unwrap_or_default();
     let mut st = task.lock();
     let running = st.ended_at.is_none();
     let chunk = st.buffer.read_new(!running);
@@ -166,8 +173,59 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> ToolOutput {
         "interactive": shape.interactive,
         "long_running": shape.long_running,
         "diagnoses": diagnoses,
+        "denials": denials.first,
+        "denials_total": denials.total,
     });
-    ToolOutput::new(text, data)
+    if running || denials.total == 0 {
+        return Ok(ToolOutput::new(text, data));
+    }
+    // The task ended and part of it never ran: say so as the result's code, with the
+    // rules, so the model does not read the exit status alone.
+    let approval_needed = denials.first.iter().all(|d| d.approval_needed);
+    let code = if approval_needed {
+        Code::ApprovalNeeded
+    } else {
+        Code::DeniedByPolicy
+    };
+    text.push_str(&format!(
+        "{} exec{} refused by the exec policy:\n",
+        denials.total,
+        if denials.total == 1 { " was" } else { "s were" }
+    ));
+    for d in &denials.first {
+        let rules: Vec<String> = d
+            .rules
+            .iter()
+            .map(|m| match &m.justification {
+                Some(j) => format!("{} ({}: {j})", m.source, m.decision.as_str()),
+                None => format!("{} ({})", m.source, m.decision.as_str()),
+            })
+            .collect();
+        text.push_str(&format!(
+            "- `{}`: {}{}\n",
+            d.argv.join(" "),
+            d.reason,
+            if rules.is_empty() {
+                String::new()
+            } else {
+                format!(" [rule {}]", rules.join("; "))
+            }
+        ));
+    }
+    if denials.total > denials.first.len() {
+        text.push_str(&format!(
+            "- … and {} more\n",
+            denials.total - denials.first.len()
+        ));
+    }
+    let next = if approval_needed {
+        "these programs need a person's approval and none could answer here; ask the user to \
+         approve them (an MCP client with elicitation, or a rule in the policy file), or do it without them"
+    } else {
+        "do not retry the same program through another route (the boundary sees every exec); \
+         use an allowed program, or ask the user to change the policy file"
+    };
+    Err(ToolError::new(code, text.trim_end(), next).with_data(data))
 }
 
 pub(crate) struct ShellRun {
@@ -389,11 +447,20 @@ impl ShellRun {
                 _ = ctx.cancel.cancelled() => {}
             }
         }
-        let mut out = report(env, &task, &notes);
-        if let Some(obj) = out.data.as_object_mut() {
-            obj.insert("exec_boundary".into(), boundary);
-        }
-        Ok(out)
+        let with_boundary = |data: &mut serde_json::Value| {
+            if let Some(obj) = data.as_object_mut() {
+                obj.insert("exec_boundary".into(), boundary.clone());
+            }
+        };
+        report(env, &task, &notes)
+            .map(|mut out| {
+                with_boundary(&mut out.data);
+                out
+            })
+            .map_err(|mut err| {
+                with_boundary(&mut err.data);
+                err
+            })
     }
 }
 
@@ -455,7 +522,7 @@ impl Tool for ShellWait {
                 _ = task.wait(Duration::from_millis(requested.min(cap))) => {}
                 _ = ctx.cancel.cancelled() => {}
             }
-            Ok(report(&self.env, &task, &notes))
+            report(&self.env, &task, &notes)
         })
     }
 }
@@ -581,7 +648,7 @@ impl Tool for WriteStdin {
                 .unwrap_or(DEFAULT_STDIN_WAIT_MS)
                 .min(MAX_STDIN_WAIT_MS);
             task.wait(Duration::from_millis(wait)).await;
-            Ok(report(&self.env, &task, &[]))
+            report(&self.env, &task, &[])
         })
     }
 }
@@ -629,11 +696,12 @@ impl Tool for ShellCancel {
             } else {
                 "the task had already ended".to_string()
             };
-            let mut out = report(&self.env, &task, std::slice::from_ref(&note));
-            if let Some(obj) = out.data.as_object_mut() {
-                obj.insert("cancel".into(), json!(note));
-            }
-            Ok(out)
+            report(&self.env, &task, std::slice::from_ref(&note)).map(|mut out| {
+                if let Some(obj) = out.data.as_object_mut() {
+                    obj.insert("cancel".into(), json!(note));
+                }
+                out
+            })
         })
     }
 }

@@ -269,6 +269,8 @@ async def test_approvals_through_mcp_elicitation(whalebox_bin, workspace, tmp_pa
         env = await call(c, "shell_run", {"command": "mkdir d1"})
         assert not (workspace / "d1").exists()
         assert "declined by the user" in env["text"]
+        assert env["code"] == "denied_by_policy", env
+        assert env["data"]["denials"][0]["argv"] == ["mkdir", "d1"]
         env = await call(c, "shell_run", {"command": "rm a1"})
         assert (workspace / "a1").exists(), "a deny rule is never asked"
         assert len(asked) == 2
@@ -283,4 +285,6 @@ async def test_ask_without_a_person_is_denied_and_said(whalebox_bin, workspace, 
         env = await call(c, "shell_run", {"command": "touch nobody-asked"})
         assert not (workspace / "nobody-asked").exists()
         assert "approval needed" in env["text"]
-        assert any(d["kind"] == "denied_by_policy" for d in env["data"]["diagnoses"])
+        assert env["code"] == "approval_needed", env
+        assert env["data"]["denials"][0]["approval_needed"] is True
+        assert "Next step:" in env["text"]
