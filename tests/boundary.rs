@@ -118,7 +118,10 @@ fn every_way_to_run_a_denied_program_is_denied() {
                     || t.contains("built-in boundary rule"),
                 "{name}: {t}"
             );
-            assert_eq!(env["data"]["denials"][0]["rules"][0]["decision"], "deny", "{name}");
+            assert_eq!(
+                env["data"]["denials"][0]["rules"][0]["decision"], "deny",
+                "{name}"
+            );
         } else {
             assert_eq!(env["code"], "ok", "{name}: {t}");
         }
@@ -205,10 +208,16 @@ fn whalebox_gate_asks_the_same_server_for_execs_that_are_not_zsh() {
     );
     let t = text(&env);
     assert!(t.starts_with("via-gate\n"), "{t}");
-    assert!(t.contains("denied /usr/bin/touch") && t.contains("gate=126"), "{t}");
+    assert!(
+        t.contains("denied /usr/bin/touch") && t.contains("gate=126"),
+        "{t}"
+    );
     assert_eq!(env["data"]["exit_code"], 0);
     assert_eq!(env["data"]["denials_total"], 1);
-    assert_eq!(env["data"]["denials"][0]["argv"], json!(["touch", "made-via-gate"]));
+    assert_eq!(
+        env["data"]["denials"][0]["argv"],
+        json!(["touch", "made-via-gate"])
+    );
     assert!(!f.ws.join("made-via-gate").exists());
 }
 

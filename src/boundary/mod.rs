@@ -119,6 +119,7 @@ const DENIALS_KEPT: usize = 10;
 struct Shared {
     policy: Arc<Policy>,
     on_ask: OnAsk,
+    approvals_file: Option<PathBuf>,
     audit: Option<Mutex<std::fs::File>>,
     task_of: TaskOf,
     approver: ApproverSlot,
@@ -128,11 +129,21 @@ struct Shared {
     denials: Mutex<std::collections::HashMap<String, TaskDenials>>,
 }
 
+/// What the profile says about how decisions are settled and recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub on_ask: OnAsk,
+    /// JSONL, one line per decision.
+    pub audit_log: Option<PathBuf>,
+    /// "Allow for the session" answers are appended here as policy rules, for a person
+    /// to review, commit and `include`.
+    pub approvals_file: Option<PathBuf>,
+}
+
 impl DecisionServer {
     pub fn start(
         policy: Arc<Policy>,
-        on_ask: OnAsk,
-        audit_log: Option<&Path>,
+        settings: Settings,
         task_of: TaskOf,
         approver: ApproverSlot,
     ) -> std::io::Result<DecisionServer> {
@@ -143,7 +154,7 @@ impl DecisionServer {
         let socket = dir.path().join("gate.sock");
         let listener = UnixListener::bind(&socket)?;
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
-        let audit = match audit_log {
+        let audit = match &settings.audit_log {
             Some(p) => {
                 let mut opts = std::fs::OpenOptions::new();
                 opts.create(true).append(true);
@@ -154,7 +165,8 @@ impl DecisionServer {
         };
         let shared = Arc::new(Shared {
             policy,
-            on_ask,
+            on_ask: settings.on_ask,
+            approvals_file: settings.approvals_file,
             audit,
             task_of,
             approver,
@@ -192,7 +204,6 @@ impl DecisionServer {
             .and_then(|d| d.get(task_id).cloned())
             .unwrap_or_default()
     }
-
 
     pub fn socket(&self) -> &Path {
         &self.socket
@@ -245,6 +256,97 @@ fn serve(mut conn: UnixStream, shared: &Shared) {
     {
         let _ = writeln!(f, "{record}");
     }
+}
+
+/// Append "allow KEY" to the approvals file as a policy rule (the file is created as a
+/// policy of its own, `version = 1`, so it can be checked and included as it is).
+fn remember(
+    file: &Path,
+    key: &[String],
+    verdict: &crate::policy::Verdict,
+    who: &str,
+    argv: &[String],
+) -> std::io::Result<()> {
+    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+    // The example must split back into the same words (crate::policy::words).
+    let example: Vec<String> = key
+        .iter()
+        .map(|w| {
+            if w.chars()
+                .any(|c| c.is_whitespace() || c == '\'' || c == '"')
+            {
+                if w.contains('\'') {
+                    format!("\"{w}\"")
+                } else {
+                    format!("'{w}'")
+                }
+            } else {
+                w.clone()
+            }
+        })
+        .collect();
+    let checkable = key.iter().all(|w| !(w.contains('\'') && w.contains('"')));
+    let day = crate::boundary::today();
+    let mut block = format!(
+        "\n# Allowed for a session by {who} on {day}, when it ran: {}\n",
+        argv.join(" ").replace('\n', " ")
+    );
+    for m in verdict
+        .matched
+        .iter()
+        .filter(|m| m.decision != Decision::Allow)
+    {
+        block.push_str(&format!(
+            "# Note: {} also says {} here, and the strictest rule wins; change that rule for this one to matter.\n",
+            m.source,
+            m.decision.as_str()
+        ));
+    }
+    block.push_str("[[rule]]\n");
+    block.push_str(&format!(
+        "pattern = [{}]\n",
+        key.iter().map(|w| quote(w)).collect::<Vec<_>>().join(", ")
+    ));
+    block.push_str("decision = \"allow\"\n");
+    block.push_str(&format!(
+        "justification = {}\n",
+        quote(&format!("approved for a session by {who} on {day}"))
+    ));
+    if checkable {
+        block.push_str(&format!("match = [{}]\n", quote(&example.join(" "))));
+    }
+    let fresh = !file.exists();
+    let mut opts = std::fs::OpenOptions::new();
+    opts.create(true).append(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o644);
+    let mut f = opts.open(file)?;
+    if fresh {
+        f.write_all(
+            b"# Approvals remembered by whalebox ([shell] approvals_file). Review them, then\n\
+              # commit this file and `include` it from your policy, or copy the rules over.\n\
+              version = 1\n",
+        )?;
+    }
+    f.write_all(block.as_bytes())
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, for remembered approvals.
+pub(crate) fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() / 86_400)
+        .unwrap_or(0) as i64;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
 }
 
 /// The session prefix an approval covers: the program's basename, plus its first
@@ -301,6 +403,15 @@ fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Valu
                         && !a.contains(&key)
                     {
                         a.push(key.clone());
+                        // Under the lock, so appends from parallel approvals do not interleave.
+                        if let Some(file) = &shared.approvals_file
+                            && let Err(e) = remember(file, &key, &verdict, who, &req.argv)
+                        {
+                            tracing::warn!(
+                                "cannot remember the approval in {}: {e}",
+                                file.display()
+                            );
+                        }
                     }
                     (
                         Decision::Allow,

@@ -131,6 +131,8 @@ pub struct ShellSection {
     pub on_ask: crate::boundary::OnAsk,
     /// JSONL audit log of every exec decision.
     pub audit_log: Option<PathBuf>,
+    /// Where "allow for this session" answers are appended as policy rules.
+    pub approvals_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
@@ -159,6 +161,7 @@ impl Default for ShellSection {
             exec_boundary: ExecBoundary::default(),
             on_ask: Default::default(),
             audit_log: None,
+            approvals_file: None,
         }
     }
 }
@@ -352,6 +355,9 @@ impl Profile {
         }
         if let Some(log) = shell.audit_log.take() {
             shell.audit_log = Some(resolve(&log.display().to_string())?);
+        }
+        if let Some(file) = shell.approvals_file.take() {
+            shell.approvals_file = Some(resolve(&file.display().to_string())?);
         }
         Ok(Profile {
             source: file.map(Path::to_path_buf),

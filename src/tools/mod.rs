@@ -130,8 +130,11 @@ impl Env {
                 let tasks = self.tasks.clone();
                 let server = DecisionServer::start(
                     policy,
-                    self.profile.shell.on_ask,
-                    self.profile.shell.audit_log.as_deref(),
+                    crate::boundary::Settings {
+                        on_ask: self.profile.shell.on_ask,
+                        audit_log: self.profile.shell.audit_log.clone(),
+                        approvals_file: self.profile.shell.approvals_file.clone(),
+                    },
                     Arc::new(move |pid| tasks.task_of_pid(pid)),
                     self.approver.clone(),
                 )

@@ -234,6 +234,7 @@ def gated_profile(tmp_path, workspace):
     profile = tmp_path / "p.toml"
     profile.write_text(
         f'policy = "ask.toml"\n[shell]\nexec_boundary = "required"\nzsh = "{zsh}"\naudit_log = "audit.jsonl"\n'
+        'approvals_file = "approvals.toml"\n'
     )
     return profile
 
@@ -276,6 +277,17 @@ async def test_approvals_through_mcp_elicitation(whalebox_bin, workspace, tmp_pa
         assert len(asked) == 2
     audit = [json.loads(l) for l in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert any(r["approved_by"] == "the user (MCP elicitation)" for r in audit)
+    # "For the session" is remembered as a rule a person can review and commit: the file
+    # is a policy of its own whose examples check, and including it allows touch.
+    remembered = (tmp_path / "approvals.toml").read_text()
+    assert 'pattern = ["touch"]' in remembered and "mkdir" not in remembered, remembered
+    check = subprocess.run([whalebox_bin, "policy", "test", str(tmp_path / "approvals.toml")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    (tmp_path / "next.toml").write_text('version = 1\ndefault = "ask"\ninclude = ["approvals.toml"]\n')
+    verdict = subprocess.run([whalebox_bin, "policy", "check", "--policy", str(tmp_path / "next.toml"),
+                              "--", "touch", "b"], capture_output=True, text=True)
+    assert json.loads(verdict.stdout)["decision"] == "allow", verdict.stdout
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
