@@ -147,17 +147,63 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let serving = matches!(cli.command, Command::Serve { .. });
     init_logging(serving);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // Serving and calling tools happen inside the sandbox, which is entered here, on the
+    // main thread, before the async runtime starts its threads (Landlock restricts the
+    // calling thread and what it starts afterwards).
+    match cli.command {
+        Command::Serve { profile } => {
+            let (registry, env) = match setup_sandboxed(&profile, Session::Server) {
+                Ok(ok) => ok,
+                Err(code) => return code,
+            };
+            with_runtime(serve(registry, env))
+        }
+        Command::Call {
+            tool,
+            args,
+            args_file,
+            profile,
+        } => {
+            let raw = match read_args(args, args_file) {
+                Ok(raw) => raw,
+                Err(code) => return code,
+            };
+            let (registry, env) = match setup_sandboxed(&profile, Session::OneShot) {
+                Ok(ok) => ok,
+                Err(code) => return code,
+            };
+            with_runtime(call(&tool, raw, registry, env))
+        }
+        other => run(other),
+    }
+}
+
+fn with_runtime(job: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt,
+        Ok(rt) => rt.block_on(job),
         Err(e) => {
             eprintln!("whalebox: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
         }
-    };
-    runtime.block_on(run(cli))
+    }
+}
+
+/// [`setup`], then enter the sandbox (exit 2 when the profile's fences cannot hold).
+fn setup_sandboxed(args: &ProfileArgs, session: Session) -> Result<(Registry, Arc<Env>), ExitCode> {
+    let (registry, env) = setup(args, session)?;
+    match env.enter_sandbox() {
+        Ok(status) => {
+            tracing::info!("{}", status.summary());
+            Ok((registry, env))
+        }
+        Err(e) => {
+            eprintln!("whalebox: sandbox: {e}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
 }
 
 fn init_logging(serving: bool) {
@@ -171,15 +217,10 @@ fn init_logging(serving: bool) {
         .init();
 }
 
-async fn run(cli: Cli) -> ExitCode {
-    match cli.command {
-        Command::Serve { profile } => serve(&profile).await,
-        Command::Call {
-            tool,
-            args,
-            args_file,
-            profile,
-        } => call(&tool, args, args_file, &profile).await,
+/// The commands that need neither the sandbox nor the async runtime.
+fn run(command: Command) -> ExitCode {
+    match command {
+        Command::Serve { .. } | Command::Call { .. } => unreachable!("handled in main"),
         Command::Tools { json, profile } => list_tools(json, &profile),
         Command::Policy {
             command:
@@ -216,11 +257,7 @@ fn setup(args: &ProfileArgs, session: Session) -> Result<(Registry, Arc<Env>), E
     })
 }
 
-async fn serve(args: &ProfileArgs) -> ExitCode {
-    let (registry, env) = match setup(args, Session::Server) {
-        Ok(ok) => ok,
-        Err(code) => return code,
-    };
+async fn serve(registry: Registry, env: Arc<Env>) -> ExitCode {
     for problem in &env.skills.problems {
         tracing::warn!("skill skipped: {problem}");
     }
@@ -257,13 +294,9 @@ fn print_envelope(envelope: &Envelope) {
     }
 }
 
-async fn call(
-    tool: &str,
-    args: Option<String>,
-    args_file: Option<PathBuf>,
-    profile: &ProfileArgs,
-) -> ExitCode {
-    let raw = match (args, args_file) {
+/// `--args`, `--args-file FILE` or `--args-file -` (stdin); `{}` when none is given.
+fn read_args(args: Option<String>, args_file: Option<PathBuf>) -> Result<String, ExitCode> {
+    Ok(match (args, args_file) {
         (Some(a), _) => a,
         (None, Some(file)) => {
             let read = if file.as_os_str() == "-" {
@@ -276,16 +309,15 @@ async fn call(
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("whalebox: cannot read {}: {e}", file.display());
-                    return ExitCode::from(EXIT_USAGE);
+                    return Err(ExitCode::from(EXIT_USAGE));
                 }
             }
         }
         (None, None) => "{}".to_string(),
-    };
-    let (registry, env) = match setup(profile, Session::OneShot) {
-        Ok(ok) => ok,
-        Err(code) => return code,
-    };
+    })
+}
+
+async fn call(tool: &str, raw: String, registry: Registry, env: Arc<Env>) -> ExitCode {
     let value: Value = match serde_json::from_str(&raw) {
         Ok(v) => v,
         Err(e) => {

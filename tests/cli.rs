@@ -192,10 +192,11 @@ fn profile_check_prints_the_effective_profile() {
         "version = 1\ndefault = \"ask\"\n",
     )
     .unwrap();
+    std::fs::create_dir_all(f.home.join(".cargo/registry")).unwrap();
     let profile = f.root.join("p.toml");
     std::fs::write(
         &profile,
-        "workspace = \"ws\"\nread_roots = [\"~/.cargo/registry\"]\npolicy = \"policies/default.toml\"\n[output]\nmax_chars = 5000\n",
+        "workspace = \"ws\"\nread_roots = [\"~/.cargo/registry\", \"~/not-there\"]\npolicy = \"policies/default.toml\"\n[output]\nmax_chars = 5000\n",
     )
     .unwrap();
     let out = f
@@ -217,7 +218,10 @@ fn profile_check_prints_the_effective_profile() {
     assert_eq!(report["enabled_tools"].as_array().unwrap().len(), 12);
     assert_eq!(report["edit"]["write_requires_read"], true);
     assert!(
-        !report["warnings"].as_array().unwrap().is_empty(),
+        report["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("not-there"),
         "{report:#}"
     );
 

@@ -138,6 +138,8 @@ pub struct Settings {
     /// "Allow for the session" answers are appended here as policy rules, for a person
     /// to review, commit and `include`.
     pub approvals_file: Option<PathBuf>,
+    /// Where the socket's private directory is made (default: the system's temp dir).
+    pub runtime_dir: Option<PathBuf>,
 }
 
 impl DecisionServer {
@@ -147,9 +149,12 @@ impl DecisionServer {
         task_of: TaskOf,
         approver: ApproverSlot,
     ) -> std::io::Result<DecisionServer> {
-        let dir = tempfile::Builder::new()
-            .prefix("whalebox-gate-")
-            .tempdir()?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("gate-");
+        let dir = match &settings.runtime_dir {
+            Some(d) => builder.tempdir_in(d)?,
+            None => builder.tempdir()?,
+        };
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
         let socket = dir.path().join("gate.sock");
         let listener = UnixListener::bind(&socket)?;
@@ -315,7 +320,10 @@ fn remember(
     if checkable {
         block.push_str(&format!("match = [{}]\n", quote(&example.join(" "))));
     }
-    let fresh = !file.exists();
+    // Empty, not missing: the server creates the file at start when Landlock needs it.
+    let fresh = std::fs::metadata(file)
+        .map(|m| m.len() == 0)
+        .unwrap_or(true);
     let mut opts = std::fs::OpenOptions::new();
     opts.create(true).append(true);
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o644);

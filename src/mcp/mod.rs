@@ -166,6 +166,13 @@ fn instructions(registry: &Registry, env: &Env) -> String {
         text.push_str(&format!(" Read-only roots: {}.", roots.join(", ")));
     }
     text.push_str(&format!(" Tools: {}.", registry.names().join(", ")));
+    text.push_str(&format!(" Sandbox: {}.", env.sandbox_status().summary()));
+    if env.sandbox.is_some() {
+        text.push_str(&format!(
+            " Shell commands may write only in the workspace and $TMPDIR ({}), not /tmp.",
+            env.private.tmp.display()
+        ));
+    }
     text
 }
 

@@ -56,6 +56,90 @@ struct ProfileFile {
     edit: EditSection,
     #[serde(default)]
     shell: ShellSection,
+    #[serde(default)]
+    landlock: LandlockFile,
+}
+
+/// `[landlock]` as written (paths still unexpanded).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct LandlockFile {
+    mode: LandlockMode,
+    min_abi: u8,
+    network: NetworkMode,
+    connect: Vec<u16>,
+    bind: Vec<u16>,
+    ro: Vec<String>,
+    rox: Vec<String>,
+    rw: Vec<String>,
+    ignore_missing: bool,
+}
+
+impl Default for LandlockFile {
+    fn default() -> Self {
+        LandlockFile {
+            mode: LandlockMode::default(),
+            min_abi: 1,
+            network: NetworkMode::default(),
+            connect: Vec::new(),
+            bind: Vec::new(),
+            ro: Vec::new(),
+            rox: DEFAULT_TOOLCHAIN_DIRS
+                .iter()
+                .map(|d| d.to_string())
+                .collect(),
+            rw: Vec::new(),
+            ignore_missing: true,
+        }
+    }
+}
+
+/// Where common toolchains live in a home directory: read and execute by default, so
+/// `cargo`, `python3` or `node` installed there keep working inside the sandbox.
+/// (Not `~/.cargo` as a whole: it holds `credentials.toml`.)
+const DEFAULT_TOOLCHAIN_DIRS: &[&str] = &[
+    "~/.cargo/bin",
+    "~/.rustup",
+    "~/.pyenv",
+    "~/.nvm",
+    "~/.local/bin",
+    "~/.local/lib",
+];
+
+/// `[landlock] mode`.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandlockMode {
+    /// Every fence the profile asks for, or nothing runs.
+    Enforce,
+    /// What the kernel can do; what it cannot is reported as dropped.
+    #[default]
+    BestEffort,
+    Off,
+}
+
+/// `[landlock] network` for shell commands.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkMode {
+    #[default]
+    Allow,
+    /// No TCP connect or bind but the listed ports.
+    Deny,
+}
+
+/// `[landlock]`, resolved: absolute paths that exist.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LandlockSection {
+    pub mode: LandlockMode,
+    pub min_abi: u8,
+    pub network: NetworkMode,
+    pub connect: Vec<u16>,
+    pub bind: Vec<u16>,
+    pub ro: Vec<PathBuf>,
+    pub rox: Vec<PathBuf>,
+    pub rw: Vec<PathBuf>,
+    pub ignore_missing: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -227,6 +311,7 @@ pub struct Profile {
     pub output: OutputSection,
     pub edit: EditSection,
     pub shell: ShellSection,
+    pub landlock: LandlockSection,
     /// Things that are not errors but deserve a look (a missing read root …).
     pub warnings: Vec<String>,
 }
@@ -313,16 +398,79 @@ impl Profile {
 
         let mut warnings = Vec::new();
         let mut read_roots = Vec::new();
+        let ignore_missing = raw.landlock.ignore_missing;
         for root in &raw.read_roots {
             let path = resolve(root)?;
             if !path.exists() {
+                if !ignore_missing {
+                    return Err(invalid(format!(
+                        "read root {} does not exist; create it, remove it from read_roots, \
+                         or set [landlock] ignore_missing = true to skip missing roots",
+                        path.display()
+                    )));
+                }
                 warnings.push(format!(
-                    "read root {} does not exist; it grants nothing",
+                    "read root {} does not exist; skipped",
                     path.display()
                 ));
+                continue;
+            }
+            let real = normalize(&path);
+            if real.starts_with(&workspace) || workspace.starts_with(&real) {
+                return Err(invalid(format!(
+                    "read root {} overlaps the workspace {}; the workspace is already readable \
+                     (and writable), so list only directories outside it",
+                    path.display(),
+                    workspace.display()
+                )));
             }
             read_roots.push(path);
         }
+        let landlock = {
+            let l = &raw.landlock;
+            let mut sets: [Vec<PathBuf>; 3] = Default::default();
+            for (set, (key, list)) in
+                sets.iter_mut()
+                    .zip([("ro", &l.ro), ("rox", &l.rox), ("rw", &l.rw)])
+            {
+                for entry in list {
+                    if !(entry.starts_with('/') || entry.starts_with('~')) {
+                        return Err(invalid(format!(
+                            "[landlock] {key}: `{entry}` is relative; write an absolute path (or one starting with ~)"
+                        )));
+                    }
+                    let path = resolve(entry)?;
+                    if !path.exists() {
+                        if !ignore_missing {
+                            return Err(invalid(format!(
+                                "[landlock] {key}: {} does not exist; create it, remove it, \
+                                 or set [landlock] ignore_missing = true",
+                                path.display()
+                            )));
+                        }
+                        continue;
+                    }
+                    set.push(path);
+                }
+            }
+            let [ro, rox, rw] = sets;
+            if l.min_abi == 0 {
+                return Err(invalid(
+                    "[landlock] min_abi starts at 1 (use mode = \"off\" for no Landlock)".into(),
+                ));
+            }
+            LandlockSection {
+                mode: l.mode,
+                min_abi: l.min_abi,
+                network: l.network,
+                connect: l.connect.clone(),
+                bind: l.bind.clone(),
+                ro,
+                rox,
+                rw,
+                ignore_missing,
+            }
+        };
         let policy = raw.policy.as_deref().map(resolve).transpose()?;
         if let Some(p) = &policy
             && !p.exists()
@@ -369,6 +517,7 @@ impl Profile {
             output: raw.output,
             edit: raw.edit,
             shell,
+            landlock,
             warnings,
         })
     }
@@ -487,19 +636,42 @@ mod tests {
     #[test]
     fn relative_paths_resolve_against_the_profile_directory_and_tilde_expands() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("ws")).unwrap();
+        let sub = dir.path().join("p");
+        std::fs::create_dir_all(sub.join("ws")).unwrap();
+        std::fs::create_dir(dir.path().join("y")).unwrap();
         let p = parse(
-            "workspace = \"ws\"\nread_roots = [\"~/x\", \"../y\"]\npolicy = \"policies/p.toml\"\n[skills]\ndirs = [\"sk\"]\n",
-            dir.path(),
+            "workspace = \"ws\"\nread_roots = [\"~\", \"../y\", \"~/whalebox-missing-root\"]\npolicy = \"policies/p.toml\"\n[skills]\ndirs = [\"sk\"]\n",
+            &sub,
         )
         .unwrap();
-        assert_eq!(p.workspace, dir.path().join("ws"));
+        assert_eq!(p.workspace, sub.join("ws"));
         let home = std::env::home_dir().unwrap();
-        assert_eq!(p.read_roots[0], home.join("x"));
-        assert_eq!(p.read_roots[1], dir.path().parent().unwrap().join("y"));
-        assert_eq!(p.policy.unwrap(), dir.path().join("policies/p.toml"));
-        assert_eq!(p.skills.dirs, vec![dir.path().join("sk")]);
-        assert!(p.warnings.iter().any(|w| w.contains("does not exist")));
+        assert_eq!(p.read_roots, vec![home.clone(), dir.path().join("y")]);
+        assert_eq!(p.policy.unwrap(), sub.join("policies/p.toml"));
+        assert_eq!(p.skills.dirs, vec![sub.join("sk")]);
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("whalebox-missing-root") && w.contains("skipped"))
+        );
+    }
+
+    #[test]
+    fn bad_roots_are_errors_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = |text: &str| parse(text, dir.path()).unwrap_err().to_string();
+        let msg = err("read_roots = [\"missing\"]\n[landlock]\nignore_missing = false\n");
+        assert!(
+            msg.contains("does not exist") && msg.contains("ignore_missing"),
+            "{msg}"
+        );
+        std::fs::create_dir(dir.path().join("inside")).unwrap();
+        let msg = err("read_roots = [\"inside\"]\n");
+        assert!(msg.contains("overlaps the workspace"), "{msg}");
+        let msg = err("[landlock]\nrw = [\"build\"]\n");
+        assert!(msg.contains("relative"), "{msg}");
+        let msg = err("[landlock]\nmode = \"strict\"\n");
+        assert!(msg.contains("enforce"), "{msg}");
     }
 
     #[test]

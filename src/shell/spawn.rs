@@ -32,6 +32,9 @@ pub struct Spec {
     pub env: Vec<(String, String)>,
     pub rows: u16,
     pub cols: u16,
+    /// The task's Landlock layer (a serialized `guard::landlock::Sandbox`), applied by
+    /// the supervisor before it starts the shell.
+    pub sandbox: Option<String>,
 }
 
 /// How to talk to a started task.
@@ -91,8 +94,12 @@ fn supervisor_argv(spec: &Spec) -> std::io::Result<(PathBuf, Vec<OsString>)> {
     let mut args: Vec<OsString> = vec![
         supervisor::SUBCOMMAND.into(),
         std::process::id().to_string().into(),
-        "--".into(),
     ];
+    if let Some(sandbox) = &spec.sandbox {
+        args.push(supervisor::SANDBOX_FLAG.into());
+        args.push(sandbox.into());
+    }
+    args.push("--".into());
     args.extend(spec.argv.iter().cloned());
     Ok((exe, args))
 }

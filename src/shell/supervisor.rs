@@ -24,6 +24,8 @@ use nix::unistd::{Pid, getpid, getppid};
 
 /// The hidden subcommand that runs [`main`].
 pub const SUBCOMMAND: &str = "__supervise";
+/// `--sandbox JSON`: the task's Landlock layer, applied before the shell starts.
+pub const SANDBOX_FLAG: &str = "--sandbox";
 
 static HANGUP: AtomicBool = AtomicBool::new(false);
 
@@ -50,7 +52,12 @@ fn handle(sig: Signal, handler: extern "C" fn(libc_int)) {
 pub fn main(args: Vec<OsString>) -> ! {
     let mut it = args.into_iter();
     let server: Option<i32> = it.next().and_then(|s| s.to_str()?.parse().ok());
-    let rest: Vec<OsString> = it.skip_while(|a| a != "--").skip(1).collect();
+    let options: Vec<OsString> = it.by_ref().take_while(|a| a != "--").collect();
+    let rest: Vec<OsString> = it.collect();
+    let sandbox = options
+        .iter()
+        .position(|a| a == SANDBOX_FLAG)
+        .and_then(|i| options.get(i + 1));
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
         eprintln!("whalebox {SUBCOMMAND}: usage: SERVER_PID -- SHELL ARGS…");
         std::process::exit(2);
@@ -69,6 +76,9 @@ pub fn main(args: Vec<OsString>) -> ! {
     if getppid().as_raw() != server {
         // The server died before the parent-death signal was armed.
         std::process::exit(129);
+    }
+    if let Some(spec) = sandbox {
+        enter_sandbox(spec);
     }
     let shell_pid = match std::process::Command::new(shell).args(shell_args).spawn() {
         Ok(child) => Pid::from_raw(child.id() as i32),
@@ -161,4 +171,30 @@ fn children_of(pid: Pid) -> Vec<Pid> {
         }
     }
     out
+}
+
+/// The task's own Landlock layer, on top of whatever the server has: the same paths,
+/// plus network and scopes. In enforce mode a layer that cannot be applied stops the
+/// task (exit 126); in best-effort mode the command runs and the output says why.
+fn enter_sandbox(spec: &OsString) {
+    use crate::guard::landlock::{Layer, Sandbox};
+    use crate::profile::LandlockMode;
+    let parsed: Result<Sandbox, String> = spec
+        .to_str()
+        .ok_or_else(|| "not UTF-8".to_string())
+        .and_then(|s| serde_json::from_str(s).map_err(|e| e.to_string()));
+    let sandbox = match parsed {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("whalebox: a bad sandbox for this task ({e}); not running it");
+            std::process::exit(126);
+        }
+    };
+    if let Err(e) = sandbox.apply(Layer::Task) {
+        if sandbox.mode == LandlockMode::Enforce {
+            eprintln!("whalebox: {e}; not running the command");
+            std::process::exit(126);
+        }
+        eprintln!("whalebox: running without the task's Landlock layer: {e}");
+    }
 }

@@ -14,11 +14,13 @@ mod shell;
 mod skills;
 mod walk;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::boundary::{ApproverSlot, DecisionServer, GatedShell};
 use crate::core::{Registry, RegistryError};
 use crate::guard::PathGuard;
+use crate::guard::landlock::{Extras, Layer, Sandbox, Status};
 use crate::mutation::{Ledger, Stripes};
 use crate::policy::Policy;
 use crate::profile::ExecBoundary;
@@ -44,10 +46,44 @@ pub struct Env {
     /// The exec policy (loaded at start when the shell group is on and the boundary
     /// is not off; a policy that does not load stops startup).
     pub policy: Option<Arc<Policy>>,
+    /// The gated zsh, found on first use (at start-up when Landlock needs its path).
+    gated_shell: std::sync::OnceLock<Result<GatedShell, String>>,
     /// The gated zsh and this session's decision server, started on first use.
     gate: std::sync::OnceLock<Result<Arc<Gate>, String>>,
     /// Who answers the policy's `ask` (installed by the MCP server when its client can).
     pub approver: ApproverSlot,
+    /// This server's private directories: `tmp` (the TMPDIR of every command) and `run`
+    /// (decision sockets), in one 0700 directory that goes away with the server.
+    pub private: PrivateDirs,
+    /// The Landlock fences (None: `[landlock] mode = "off"`), and what the kernel
+    /// enforces of them once [`Env::enter_sandbox`] ran.
+    pub sandbox: Option<Sandbox>,
+    sandbox_status: std::sync::OnceLock<Status>,
+}
+
+/// A server's private directories (see [`Env::private`]).
+#[derive(Debug)]
+pub struct PrivateDirs {
+    _root: tempfile::TempDir,
+    pub tmp: PathBuf,
+    pub run: PathBuf,
+}
+
+impl PrivateDirs {
+    fn create() -> std::io::Result<PrivateDirs> {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::Builder::new().prefix("whalebox-").tempdir()?;
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o700))?;
+        let tmp = root.path().join("tmp");
+        let run = root.path().join("run");
+        std::fs::create_dir(&tmp)?;
+        std::fs::create_dir(&run)?;
+        Ok(PrivateDirs {
+            _root: root,
+            tmp,
+            run,
+        })
+    }
 }
 
 /// The exec boundary of one session.
@@ -98,7 +134,12 @@ impl Env {
             keep_ended: std::time::Duration::from_secs(30 * 60),
             buffer_bytes: profile.shell.buffer_bytes,
         }));
-        Ok(Env {
+        let private = PrivateDirs::create().map_err(|e| {
+            CatalogError::Sandbox(format!(
+                "cannot create the private temporary directory: {e}"
+            ))
+        })?;
+        let mut env = Env {
             profile,
             guard,
             skills,
@@ -107,9 +148,102 @@ impl Env {
             tasks,
             session,
             policy,
+            gated_shell: std::sync::OnceLock::new(),
             gate: std::sync::OnceLock::new(),
             approver: ApproverSlot::default(),
-        })
+            private,
+            sandbox: None,
+            sandbox_status: std::sync::OnceLock::new(),
+        };
+        env.sandbox = env.build_sandbox()?;
+        Ok(env)
+    }
+
+    fn shell_on(&self) -> bool {
+        self.profile.tools.iter().any(|g| g == "shell")
+    }
+
+    /// The fences from the profile plus what this server itself must reach: its private
+    /// directories, its own binary and the gated zsh (found now, since the sandbox hides
+    /// the candidates later), and the log files it appends to (created now, empty).
+    fn build_sandbox(&self) -> Result<Option<Sandbox>, CatalogError> {
+        if self.profile.landlock.mode == crate::profile::LandlockMode::Off {
+            return Ok(None);
+        }
+        let mut extras = Extras {
+            private: vec![self.private.tmp.clone(), self.private.run.clone()],
+            ..Extras::default()
+        };
+        if let Ok(exe) = std::env::current_exe() {
+            extras.programs.push(exe);
+        }
+        if self.shell_on() && self.policy.is_some() {
+            if let Ok(shell) = self.gated_shell() {
+                extras.programs.push(shell.gate.clone());
+                // The zsh's whole prefix: its modules load from lib/ under it.
+                let prefix = shell
+                    .zsh
+                    .parent()
+                    .and_then(Path::parent)
+                    .unwrap_or(&shell.zsh);
+                extras.programs.push(prefix.to_path_buf());
+            }
+            let files = [
+                &self.profile.shell.audit_log,
+                &self.profile.shell.approvals_file,
+            ];
+            for file in files.into_iter().flatten() {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(file)
+                    .map_err(|e| {
+                        CatalogError::Sandbox(format!("cannot open {}: {e}", file.display()))
+                    })?;
+                extras.files.push(file.clone());
+            }
+        }
+        let sandbox = Sandbox::from_profile(&self.profile, &extras);
+        if let Some(s) = &sandbox {
+            // Bad combinations (enforce on a kernel that cannot) stop start-up here.
+            s.check(Layer::Task).map_err(CatalogError::Sandbox)?;
+        }
+        Ok(sandbox)
+    }
+
+    /// Put the server itself inside its Landlock fences. Call on the main thread before
+    /// any other thread starts (the async runtime included): Landlock restricts the
+    /// calling thread and what it starts afterwards.
+    pub fn enter_sandbox(&self) -> Result<&Status, String> {
+        let status = match &self.sandbox {
+            Some(s) => s.apply(Layer::Server)?,
+            None => Status::off(),
+        };
+        Ok(self.sandbox_status.get_or_init(|| status))
+    }
+
+    /// What the kernel enforces for this server's commands: the task layer's status
+    /// (Landlock off, when the server never entered its sandbox).
+    pub fn sandbox_status(&self) -> Status {
+        match &self.sandbox {
+            Some(s) => s.status(Layer::Task),
+            None => Status::off(),
+        }
+    }
+
+    /// Whether the server itself runs inside its fences.
+    pub fn in_sandbox(&self) -> bool {
+        self.sandbox_status
+            .get()
+            .is_some_and(|s| s.unavailable.is_none())
+    }
+
+    /// The gated zsh, probed once.
+    pub fn gated_shell(&self) -> Result<&GatedShell, String> {
+        self.gated_shell
+            .get_or_init(|| crate::boundary::find_gated_shell(self.profile.shell.zsh.as_deref()))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The exec boundary if a shell call has started it (never starts it).
@@ -126,7 +260,7 @@ impl Env {
                     .policy
                     .clone()
                     .ok_or("the exec boundary is off in this profile")?;
-                let shell = crate::boundary::find_gated_shell(self.profile.shell.zsh.as_deref())?;
+                let shell = self.gated_shell()?.clone();
                 let tasks = self.tasks.clone();
                 let server = DecisionServer::start(
                     policy,
@@ -134,6 +268,7 @@ impl Env {
                         on_ask: self.profile.shell.on_ask,
                         audit_log: self.profile.shell.audit_log.clone(),
                         approvals_file: self.profile.shell.approvals_file.clone(),
+                        runtime_dir: Some(self.private.run.clone()),
                     },
                     Arc::new(move |pid| tasks.task_of_pid(pid)),
                     self.approver.clone(),
@@ -191,6 +326,8 @@ pub enum CatalogError {
     },
     #[error("policy: {0}")]
     Policy(String),
+    #[error("sandbox: {0}")]
+    Sandbox(String),
     #[error(transparent)]
     Registry(#[from] RegistryError),
 }

@@ -417,6 +417,11 @@ impl ShellRun {
             env: {
                 let mut vars =
                     spawn::child_env(mode, &shell, &cfg.pass_env, &profile_env, &call_env);
+                // The server's private temporary directory (Landlock leaves /tmp closed),
+                // unless the profile or the call chose one.
+                if !vars.iter().any(|(k, _)| k == "TMPDIR") {
+                    vars.push(("TMPDIR".into(), env.private.tmp.display().to_string()));
+                }
                 // The boundary's variables come last: nothing the call sets can change them.
                 vars.retain(|(k, _)| !k.starts_with("WHALEBOX_GATE"));
                 vars.extend(gate_env);
@@ -424,6 +429,12 @@ impl ShellRun {
             },
             rows: cfg.pty_rows,
             cols: cfg.pty_cols,
+            sandbox: match &env.sandbox {
+                Some(s) => Some(serde_json::to_string(s).map_err(|e| {
+                    ToolError::internal(format!("cannot hand the sandbox to the task: {e}"))
+                })?),
+                None => None,
+            },
         };
         let task = match env.tasks.start(&a.command, spec) {
             Ok(t) => t,
@@ -447,9 +458,11 @@ impl ShellRun {
                 _ = ctx.cancel.cancelled() => {}
             }
         }
+        let sandbox = json!(env.sandbox_status());
         let with_boundary = |data: &mut serde_json::Value| {
             if let Some(obj) = data.as_object_mut() {
                 obj.insert("exec_boundary".into(), boundary.clone());
+                obj.insert("landlock".into(), sandbox.clone());
             }
         };
         report(env, &task, &notes)
