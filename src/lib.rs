@@ -21,6 +21,7 @@ pub mod mcp;
 pub mod mutation;
 pub mod policy;
 pub mod profile;
+pub mod runner;
 pub mod shell;
 pub mod text;
 pub mod tools;

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 the tool answered with an error; 2 usage or profile errors
 //! (and arguments that are not JSON).
 
+use std::ffi::OsString;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -96,6 +97,33 @@ enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
+    /// What this machine and profile give: Landlock (the kernel's ABI, what is enforced
+    /// and what is dropped), the gated zsh, the exec policy.
+    Doctor {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        profile: ProfileArgs,
+    },
+    /// Run one command inside the full sandbox (Landlock, the gated zsh and its policy),
+    /// with this terminal's stdin, stdout and stderr; exit with the command's status.
+    #[command(after_help = "Example (a CI job's tests, fenced in):
+          whalebox run --profile ci.toml -- cargo test
+
+        Approvals (`ask`) go to /dev/tty when there is one, else the profile's on_ask decides.")]
+    Run {
+        #[command(flatten)]
+        profile: ProfileArgs,
+        /// The command: program and arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<OsString>,
+    },
+    /// An interactive gated zsh inside the same sandbox.
+    Shell {
+        #[command(flatten)]
+        profile: ProfileArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -174,8 +202,81 @@ fn main() -> ExitCode {
             };
             with_runtime(call(&tool, raw, registry, env))
         }
+        Command::Run { profile, command } => {
+            run_sandboxed(&profile, whalebox::runner::What::Command(command))
+        }
+        Command::Shell { profile } => run_sandboxed(&profile, whalebox::runner::What::Shell),
         other => run(other),
     }
+}
+
+fn run_sandboxed(profile: &ProfileArgs, what: whalebox::runner::What) -> ExitCode {
+    let (_registry, env) = match setup_sandboxed(profile, Session::OneShot) {
+        Ok(ok) => ok,
+        Err(code) => return code,
+    };
+    match whalebox::runner::run(&env, what) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("whalebox: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
+    let (_registry, env) = match setup(args, Session::OneShot) {
+        Ok(ok) => ok,
+        Err(code) => return code,
+    };
+    let landlock = env.sandbox_status();
+    let server = env
+        .sandbox
+        .as_ref()
+        .map(|s| s.status(whalebox::guard::landlock::Layer::Server));
+    let zsh = if env.policy.is_some() {
+        match env.gated_shell() {
+            Ok(g) => json!({"found": true, "zsh": g.zsh, "gate": g.gate}),
+            Err(why) => json!({"found": false, "why": why}),
+        }
+    } else {
+        json!({"found": false, "why": "the exec boundary is off (or the shell group is)"})
+    };
+    let report = json!({
+        "profile": env.profile.source_name(),
+        "workspace": env.guard.workspace(),
+        "landlock": landlock,
+        "landlock_server": server,
+        "private_tmp": env.private.tmp,
+        "exec_boundary": env.profile.shell.exec_boundary,
+        "gated_zsh": zsh,
+        "policy": env.profile.policy.as_ref().map(|p| p.display().to_string())
+            .unwrap_or_else(|| "embedded default".into()),
+    });
+    if as_json {
+        println!("{report:#}");
+        return ExitCode::SUCCESS;
+    }
+    println!("profile:    {}", env.profile.source_name());
+    println!("workspace:  {}", env.guard.workspace().display());
+    println!("landlock:   {}", landlock.summary());
+    if landlock.kernel_abi == 0 {
+        println!(
+            "            what to do: use Linux 5.13 or newer with Landlock enabled (lsm=...,landlock), \
+             or in a container allow the landlock_* syscalls in its seccomp profile"
+        );
+    }
+    println!("tmpdir:     {} (private, 0700)", env.private.tmp.display());
+    match env.gated_shell() {
+        Ok(g) if env.policy.is_some() => println!(
+            "gated zsh:  {} (exec_boundary = {})",
+            g.zsh.display(),
+            json!(env.profile.shell.exec_boundary)
+        ),
+        Ok(_) => println!("gated zsh:  not used (exec boundary off)"),
+        Err(why) => println!("gated zsh:  not found: {why}"),
+    }
+    ExitCode::SUCCESS
 }
 
 fn with_runtime(job: impl std::future::Future<Output = ExitCode>) -> ExitCode {
@@ -220,7 +321,11 @@ fn init_logging(serving: bool) {
 /// The commands that need neither the sandbox nor the async runtime.
 fn run(command: Command) -> ExitCode {
     match command {
-        Command::Serve { .. } | Command::Call { .. } => unreachable!("handled in main"),
+        Command::Serve { .. }
+        | Command::Call { .. }
+        | Command::Run { .. }
+        | Command::Shell { .. } => unreachable!("handled in main"),
+        Command::Doctor { json, profile } => doctor(json, &profile),
         Command::Tools { json, profile } => list_tools(json, &profile),
         Command::Policy {
             command:

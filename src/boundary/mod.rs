@@ -4,6 +4,8 @@
 //! decision is appended to the audit log (JSONL) when the profile names one. The server
 //! and its directory go away when it is dropped.
 
+pub mod tty;
+
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -358,31 +358,41 @@ impl Sandbox {
 
     /// Which sets cover `path`, to explain a permission error.
     pub fn explain(&self, path: &Path) -> String {
+        let list = |want: &[Grant]| -> String {
+            let v: Vec<String> = self
+                .paths
+                .iter()
+                .filter(|(p, g)| want.contains(g) && !p.starts_with("/dev"))
+                .map(|(p, _)| p.display().to_string())
+                .collect();
+            v.join(", ")
+        };
         let covering: Vec<&(PathBuf, Grant)> = self
             .paths
             .iter()
             .filter(|(p, _)| path.starts_with(p))
             .collect();
-        let writable: Vec<String> = self
-            .paths
-            .iter()
-            .filter(|(_, g)| *g == Grant::Full)
-            .map(|(p, _)| p.display().to_string())
-            .collect();
         if covering.is_empty() {
             format!(
-                "{} is in no sandbox root: add it to read_roots (read) or [landlock] ro / rox / rw",
-                path.display()
-            )
-        } else if covering.iter().all(|(_, g)| *g != Grant::Full) {
-            format!(
-                "{} is read-only in the sandbox; writes are allowed only under {}",
+                "{} is outside every sandbox root: writes are allowed only under {}; \
+                 reads also under {}. This path is not in any read root; add it to read_roots \
+                 (read-only) or to [landlock] ro / rox / rw in the profile",
                 path.display(),
-                writable.join(", ")
+                list(&[Grant::Full]),
+                list(&[Grant::Read, Grant::ReadExec])
+            )
+        } else if covering
+            .iter()
+            .all(|(_, g)| *g != Grant::Full && *g != Grant::Device)
+        {
+            format!(
+                "{} is read-only in the sandbox: writes are allowed only under {}",
+                path.display(),
+                list(&[Grant::Full])
             )
         } else {
             format!(
-                "{} is writable in the sandbox; the error has another cause",
+                "{} is writable in the sandbox, so the error has another cause (file mode, owner)",
                 path.display()
             )
         }

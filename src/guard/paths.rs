@@ -165,7 +165,7 @@ impl PathGuard {
     }
 
     fn root_of(&self, resolved: &Path, access: Access) -> Option<RootKind> {
-        if resolved.starts_with(&self.workspace) {
+        if resolved.starts_with(&self.workspace) || guard_disabled_for_tests() {
             return Some(RootKind::Workspace);
         }
         if access == Access::Write {
@@ -179,6 +179,21 @@ impl PathGuard {
         }
         None
     }
+}
+
+/// Debug builds only: `WHALEBOX_TEST_DISABLE_PATH_GUARD=1` lets every path through, so
+/// tests can show that Landlock alone still holds the fence. Release builds have no hook.
+#[cfg(debug_assertions)]
+fn guard_disabled_for_tests() -> bool {
+    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DISABLED.get_or_init(|| {
+        std::env::var_os("WHALEBOX_TEST_DISABLE_PATH_GUARD").is_some_and(|v| v == "1")
+    })
+}
+
+#[cfg(not(debug_assertions))]
+fn guard_disabled_for_tests() -> bool {
+    false
 }
 
 /// Resolve `path` (absolute) the way the kernel would walk it, following every symlink

@@ -229,3 +229,77 @@ mod tests {
         assert!(kinds(&facts("done\n", false, Some(0))).is_empty());
     }
 }
+
+/// Absolute paths named in permission errors (`EACCES`/`EPERM` as tools print them:
+/// `zsh:1: permission denied: /p`, `touch: cannot touch '/p': Permission denied`,
+/// `cat: /p: Permission denied`, `PermissionError: … Permission denied: '/p'`), most
+/// recent last, without repeats.
+pub fn denied_paths(tail: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in tail.lines() {
+        let lower = line.to_ascii_lowercase();
+        if !(lower.contains("permission denied") || lower.contains("operation not permitted")) {
+            continue;
+        }
+        let mut found: Vec<&str> = Vec::new();
+        // Quoted paths first: '…' or "…" (also matches ‘…’ as coreutils prints in UTF-8).
+        for q in ['\'', '"', '‘'] {
+            let close = if q == '‘' { '’' } else { q };
+            let mut rest = line;
+            while let Some(i) = rest.find(q) {
+                let after = &rest[i + q.len_utf8()..];
+                let Some(j) = after.find(close) else { break };
+                found.push(&after[..j]);
+                rest = &after[j + close.len_utf8()..];
+            }
+        }
+        // Then the `PATH: Permission denied` and `permission denied: PATH` forms (the
+        // other `: ` segments are program names and line numbers).
+        let parts: Vec<&str> = line.split(": ").map(str::trim).collect();
+        for (i, part) in parts.iter().enumerate() {
+            let p = part.to_ascii_lowercase();
+            if p.starts_with("permission denied") || p.starts_with("operation not permitted") {
+                if i > 0 {
+                    found.push(parts[i - 1]);
+                }
+                if let Some(next) = parts.get(i + 1) {
+                    found.push(next);
+                }
+            }
+        }
+        for p in found {
+            if p.starts_with('/') && !p.contains(' ') && !out.iter().any(|o| o == p) {
+                out.push(p.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod denied_paths_tests {
+    use super::denied_paths;
+
+    #[test]
+    fn finds_the_paths_tools_name_in_permission_errors() {
+        let tail = "zsh:1: permission denied: /a/b\n\
+                    touch: cannot touch '/tmp/x': Permission denied\n\
+                    ls: cannot open directory '/root': Permission denied\n\
+                    cat: /etc/shadow: Permission denied\n\
+                    PermissionError: [Errno 13] Permission denied: '/srv/y'\n\
+                    not an error: /usr/bin\n\
+                    /usr/bin/bash: line 1: /w/made: Permission denied\n\
+                    zsh:1: permission denied: relative/path\n";
+        assert_eq!(
+            denied_paths(tail),
+            vec![
+                "/a/b",
+                "/tmp/x",
+                "/root",
+                "/etc/shadow",
+                "/srv/y",
+                "/w/made"
+            ]
+        );
+    }
+}

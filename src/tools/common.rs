@@ -77,11 +77,26 @@ pub(crate) fn guard_error(env: &Env, err: GuardError, access: Access) -> ToolErr
 pub(crate) fn io_error(env: &Env, allowed: &Allowed, err: io::Error) -> ToolError {
     match err.kind() {
         io::ErrorKind::NotFound => not_found(env, allowed),
-        io::ErrorKind::PermissionDenied => ToolError::new(
-            Code::PathDenied,
-            format!("the operating system denied access to {}", allowed.shown),
-            "the file's permissions do not allow it; use another file",
-        ),
+        io::ErrorKind::PermissionDenied => match (&env.sandbox, env.in_sandbox()) {
+            // Under Landlock the kernel may be the one saying no: say which sets apply.
+            (Some(sandbox), true) => ToolError::new(
+                Code::PathDenied,
+                format!(
+                    "the operating system denied access to {} (permission denied): {}",
+                    allowed.shown,
+                    sandbox.explain(&allowed.abs)
+                ),
+                "use a path inside the sandbox's sets, or ask the user to widen the profile",
+            ),
+            _ => ToolError::new(
+                Code::PathDenied,
+                format!(
+                    "the operating system denied access to {} (permission denied)",
+                    allowed.shown
+                ),
+                "the file's permissions do not allow it; use another file",
+            ),
+        },
         io::ErrorKind::NotADirectory => ToolError::new(
             Code::NotFound,
             format!(

@@ -100,21 +100,36 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
         None => (None, None),
     };
     let shape = classify::profile(&task.command);
+    let tail = if task.mode == Mode::Pty {
+        strip_terminal(tail.as_bytes())
+    } else {
+        tail
+    };
     let diagnoses = diagnose(&Facts {
         task_id: &task.id,
         running,
         exit_code: code,
-        tail: &if task.mode == Mode::Pty {
-            strip_terminal(tail.as_bytes())
-        } else {
-            tail
-        },
+        tail: &tail,
         silent_for,
         elapsed: elapsed.as_secs_f64(),
         interactive: &shape.interactive,
         long_running: &shape.long_running,
         is_pty: task.mode == Mode::Pty,
     });
+    let mut diagnoses = diagnoses;
+    if let Some(sandbox) = &env.sandbox {
+        for path in crate::shell::diagnose::denied_paths(&tail)
+            .iter()
+            .rev()
+            .take(3)
+        {
+            diagnoses.push(crate::shell::diagnose::Diagnosis {
+                kind: "sandbox",
+                message: sandbox.explain(std::path::Path::new(path)),
+                next_step: "work inside the workspace (temporary files in $TMPDIR), or ask the user to widen the profile's fences".into(),
+            });
+        }
+    }
     let status = if running {
         "running"
     } else if signal.is_some() {

@@ -1,0 +1,228 @@
+//! Landlock with the real kernel: the fences the profile declares hold for shell
+//! commands, for `whalebox run`, and for the server's own file tools even with the path
+//! guard switched off. Every test skips, loudly, only when the kernel has no Landlock.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+
+use common::{Fixture, text};
+use serde_json::json;
+
+/// The kernel's Landlock ABI, or None (and a loud line) when it has none.
+fn landlock_abi(test: &str) -> Option<i32> {
+    let out = std::process::Command::new(common::bin())
+        .args(["doctor", "--json"])
+        .output()
+        .expect("run whalebox doctor");
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("doctor --json prints JSON");
+    let abi = report["landlock"]["kernel_abi"].as_i64().unwrap_or(0) as i32;
+    if abi == 0 {
+        eprintln!("SKIPPED {test}: this kernel has no Landlock (doctor: {report})");
+        return None;
+    }
+    Some(abi)
+}
+
+fn fenced(f: Fixture, extra: &str) -> Fixture {
+    let roots = f.root.join("roots");
+    std::fs::create_dir_all(roots.join("readable")).unwrap();
+    std::fs::write(roots.join("readable/notes.txt"), "from a read root\n").unwrap();
+    let body = format!(
+        "read_roots = [\"{}\"]\n[shell]\nexec_boundary = \"off\"\n[landlock]\nmode = \"enforce\"\n{extra}",
+        roots.join("readable").display()
+    );
+    f.with_profile(&body)
+}
+
+fn run(f: &Fixture, command: &str) -> serde_json::Value {
+    let (_, env) = f.call("shell_run", &json!({"command": command}).to_string());
+    env
+}
+
+#[test]
+fn shell_commands_are_fenced_to_the_workspace_read_roots_and_tmpdir() {
+    let Some(_) = landlock_abi("shell fences") else {
+        return;
+    };
+    let f = fenced(Fixture::new(), "");
+    let outside = f.outside.display().to_string();
+    let readable = f.root.join("roots/readable");
+    std::os::unix::fs::symlink(&f.outside, f.ws.join("escape")).unwrap();
+    std::fs::write(f.outside.join("secret.txt"), "never readable\n").unwrap();
+
+    let env = run(
+        &f,
+        &format!("echo in > inside.txt; cat inside.txt; echo x > {outside}/made"),
+    );
+    let t = text(&env);
+    assert!(
+        t.starts_with("in\n") && t.to_lowercase().contains("permission denied"),
+        "{t}"
+    );
+    assert!(!f.outside.join("made").exists());
+    assert_eq!(env["data"]["landlock"]["mode"], "enforce");
+
+    let env = run(&f, &format!("ls {outside}; cat {outside}/secret.txt"));
+    assert!(text(&env).contains("Permission denied"), "{}", text(&env));
+    assert!(!text(&env).contains("never readable"));
+
+    let env = run(
+        &f,
+        &format!(
+            "cat {r}/notes.txt; echo x > {r}/new.txt; echo rc=$?",
+            r = readable.display()
+        ),
+    );
+    let t = text(&env);
+    assert!(t.starts_with("from a read root\n"), "{t}");
+    assert!(
+        t.contains("rc=1") && !readable.join("new.txt").exists(),
+        "{t}"
+    );
+
+    let env = run(&f, "echo x > escape/through-link; echo rc=$?");
+    assert!(text(&env).contains("rc=1"), "{}", text(&env));
+    assert!(!f.outside.join("through-link").exists());
+
+    let env = run(
+        &f,
+        "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"; touch /tmp/whalebox-landlock-probe; echo rc=$?",
+    );
+    let t = text(&env);
+    assert!(t.starts_with("t\n") && t.contains("rc=1"), "{t}");
+    assert!(!std::path::Path::new("/tmp/whalebox-landlock-probe").exists());
+}
+
+#[test]
+fn denials_say_which_sets_apply() {
+    let Some(_) = landlock_abi("denial diagnostics") else {
+        return;
+    };
+    let f = fenced(Fixture::new(), "");
+    let env = run(&f, &format!("touch {}/x", f.outside.display()));
+    let t = text(&env);
+    assert!(
+        t.contains("writes are allowed only under") && t.contains(f.ws.to_str().unwrap()),
+        "{t}"
+    );
+    let env = run(&f, &format!("ls {}", f.outside.display()));
+    assert!(text(&env).contains("read_roots"), "{}", text(&env));
+}
+
+#[test]
+fn tcp_is_denied_except_the_listed_ports() {
+    let Some(abi) = landlock_abi("network") else {
+        return;
+    };
+    if abi < 4 {
+        eprintln!("SKIPPED network: Landlock ABI {abi} has no network rules (needs 4)");
+        return;
+    }
+    let open = TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (open_port, closed_port) = (
+        open.local_addr().unwrap().port(),
+        closed.local_addr().unwrap().port(),
+    );
+    let f = fenced(
+        Fixture::new(),
+        &format!("network = \"deny\"\nconnect = [{open_port}]\n"),
+    );
+    let script = format!(
+        "import socket\nfor port in ({open_port}, {closed_port}):\n    try:\n        socket.create_connection(('127.0.0.1', port), timeout=5).close(); print(port, 'connected')\n    except OSError as e:\n        print(port, 'refused', e.errno)\ntry:\n    socket.socket().bind(('127.0.0.1', 0)); print('bind ok')\nexcept OSError as e:\n    print('bind refused', e.errno)\n"
+    );
+    std::fs::write(f.ws.join("net.py"), script).unwrap();
+    let env = run(&f, "/usr/bin/python3 net.py");
+    let t = text(&env);
+    assert!(t.contains(&format!("{open_port} connected")), "{t}");
+    assert!(t.contains(&format!("{closed_port} refused 13")), "{t}");
+    assert!(t.contains("bind refused 13"), "{t}");
+}
+
+#[test]
+fn a_command_cannot_signal_a_process_outside_its_sandbox() {
+    let Some(abi) = landlock_abi("signal scope") else {
+        return;
+    };
+    if abi < 6 {
+        eprintln!("SKIPPED signal scope: Landlock ABI {abi} has no scopes (needs 6)");
+        return;
+    }
+    let mut outsider = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let f = fenced(Fixture::new(), "");
+    let env = run(
+        &f,
+        &format!(
+            "kill -TERM {}; echo rc=$?; sleep 1 & kill $!; echo own=$?",
+            outsider.id()
+        ),
+    );
+    let t = text(&env);
+    assert!(t.contains("rc=1") && t.contains("own=0"), "{t}");
+    assert!(
+        outsider.try_wait().unwrap().is_none(),
+        "the outsider was killed"
+    );
+    outsider.kill().unwrap();
+    let _ = outsider.wait();
+}
+
+#[test]
+fn the_server_file_tools_are_fenced_even_without_the_path_guard() {
+    let Some(_) = landlock_abi("server fence") else {
+        return;
+    };
+    let target = |f: &Fixture| f.outside.join("by-write-tool.txt");
+    let call = |f: &Fixture| {
+        let args = json!({"file_path": target(f), "content": "escaped\n"}).to_string();
+        let out = f
+            .command(&[
+                "call",
+                "write",
+                "--args",
+                &args,
+                "--profile",
+                f.profile.as_ref().unwrap().to_str().unwrap(),
+            ])
+            .env("WHALEBOX_TEST_DISABLE_PATH_GUARD", "1")
+            .output()
+            .unwrap();
+        common::envelope(&out)
+    };
+    // The hook works: with Landlock off, the write escapes (so this test can fail).
+    let open = Fixture::new().with_profile("[landlock]\nmode = \"off\"\n");
+    let env = call(&open);
+    assert_eq!(env["ok"], true, "{env:#}");
+    assert!(target(&open).exists());
+    // With Landlock on, the kernel refuses it and nothing is created.
+    let f = fenced(Fixture::new(), "");
+    let env = call(&f);
+    assert_eq!(env["code"], "path_denied", "{env:#}");
+    assert!(
+        text(&env).contains("writes are allowed only under"),
+        "{env:#}"
+    );
+    assert!(!target(&f).exists());
+    let mut read = String::new();
+    let args = json!({"file_path": f.root.join("profile.toml")}).to_string();
+    let out = f
+        .command(&[
+            "call",
+            "read_file",
+            "--args",
+            &args,
+            "--profile",
+            f.profile.as_ref().unwrap().to_str().unwrap(),
+        ])
+        .env("WHALEBOX_TEST_DISABLE_PATH_GUARD", "1")
+        .output()
+        .unwrap();
+    out.stdout.as_slice().read_to_string(&mut read).unwrap();
+    assert!(read.contains("\"ok\":false"), "{read}");
+}

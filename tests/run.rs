@@ -1,0 +1,200 @@
+//! `whalebox run` and `whalebox shell`: a command (or an interactive zsh) inside the
+//! full sandbox on the caller's own streams, with approvals on a real terminal (a PTY).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::Fixture;
+
+fn gated_zsh() -> PathBuf {
+    let zsh = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zsh/bin/zsh");
+    assert!(
+        zsh.is_file(),
+        "the gated zsh is missing at {}: run nix/zsh/build.sh (tests/run does)",
+        zsh.display()
+    );
+    zsh
+}
+
+fn landlock() -> bool {
+    let out = std::process::Command::new(common::bin())
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let on = report["landlock"]["kernel_abi"].as_i64().unwrap_or(0) > 0;
+    if !on {
+        eprintln!("SKIPPED the Landlock part: this kernel has no Landlock ({report})");
+    }
+    on
+}
+
+fn fixture(default: &str) -> Fixture {
+    let f = Fixture::new();
+    std::fs::write(
+        f.root.join("policy.toml"),
+        format!(
+            "version = 1\ndefault = \"{default}\"\n[[rule]]\npattern = [\"rm\"]\ndecision = \"deny\"\njustification = \"no rm in CI\"\n"
+        ),
+    )
+    .unwrap();
+    f.with_profile(&format!(
+        "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
+        gated_zsh().display()
+    ))
+}
+
+fn run(f: &Fixture, args: &[&str]) -> std::process::Output {
+    let profile = f.profile.as_ref().unwrap().to_str().unwrap().to_string();
+    let mut argv = vec!["run", "--profile", &profile, "--"];
+    argv.extend(args);
+    f.command(&argv)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn run_passes_streams_and_status_through_and_keeps_the_fences() {
+    let f = fixture("allow");
+    std::fs::write(f.ws.join("keep.txt"), "kept\n").unwrap();
+    let out = run(&f, &["sh", "-c", "cat keep.txt; echo err >&2; exit 7"]);
+    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "kept\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+
+    // The policy: a denied program never runs, through run as through shell_run.
+    let out = run(&f, &["rm", "keep.txt"]);
+    assert_eq!(out.status.code(), Some(126));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("whalebox: denied"),
+        "{out:?}"
+    );
+    assert!(f.ws.join("keep.txt").exists());
+    let audit = std::fs::read_to_string(f.root.join("audit.jsonl")).unwrap();
+    assert!(audit.contains("\"decision\":\"deny\"") && audit.contains("no rm in CI"));
+
+    if landlock() {
+        let target = f.outside.join("from-run");
+        let out = run(&f, &["touch", target.to_str().unwrap()]);
+        assert_ne!(out.status.code(), Some(0));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+            "{out:?}"
+        );
+        assert!(!target.exists());
+        let out = run(
+            &f,
+            &["sh", "-c", "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\""],
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "t\n", "{out:?}");
+    }
+}
+
+#[test]
+fn ask_without_a_terminal_follows_on_ask() {
+    let f = fixture("ask");
+    let out = run(&f, &["touch", "nobody-asked"]);
+    assert_eq!(out.status.code(), Some(126));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("approval needed"),
+        "{out:?}"
+    );
+    assert!(!f.ws.join("nobody-asked").exists());
+}
+
+#[test]
+fn shell_is_an_interactive_gated_zsh_in_the_sandbox() {
+    let f = fixture("allow");
+    let profile = f.profile.as_ref().unwrap().to_str().unwrap().to_string();
+    let mut child = f
+        .command(&["shell", "--profile", &profile])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let outside = f.outside.join("from-shell");
+    writeln!(
+        child.stdin.as_mut().unwrap(),
+        "echo inside-$((6*7)); rm -f x; touch {}; [[ -o interactive ]] && echo interactive; exit 5",
+        outside.display()
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("inside-42") && stdout.contains("interactive"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("whalebox: denied"), "{stderr}");
+    if landlock() {
+        assert!(!outside.exists(), "{stderr}");
+    }
+}
+
+/// Read from the PTY until `needle` shows up (or fail after 20 s).
+fn read_until(reader: &mut Box<dyn Read + Send>, seen: &mut String, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut buf = [0u8; 4096];
+    while !seen.contains(needle) {
+        assert!(
+            Instant::now() < deadline,
+            "never saw {needle:?} in {seen:?}"
+        );
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+}
+
+#[test]
+fn approvals_on_the_terminal_need_the_code_shown_with_the_question() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    let f = fixture("ask");
+    let profile = f.profile.as_ref().unwrap().to_str().unwrap().to_string();
+    for (answer, made) in [("once", true), ("wrong", false)] {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 24,
+                cols: 200,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(common::bin());
+        let name = format!("approved-{answer}");
+        cmd.args(["run", "--profile", &profile, "--", "touch", &name]);
+        cmd.cwd(&f.ws);
+        cmd.env("HOME", &f.home);
+        let mut child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let mut writer = pair.master.take_writer().unwrap();
+        let mut seen = String::new();
+        read_until(&mut reader, &mut seen, "deny: anything else");
+        let code = seen
+            .split("allow once: o")
+            .nth(1)
+            .map(|s| s.chars().take(4).collect::<String>())
+            .expect("the question shows a code");
+        let reply = if answer == "once" {
+            format!("o{code}\r")
+        } else {
+            "o0000x\r".to_string()
+        };
+        writer.write_all(reply.as_bytes()).unwrap();
+        writer.flush().unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(f.ws.join(&name).exists(), made, "{answer}: {seen}");
+        assert_eq!(status.success(), made, "{answer}: {seen}");
+    }
+    let audit = std::fs::read_to_string(f.root.join("audit.jsonl")).unwrap();
+    assert!(audit.contains("the user (terminal)"), "{audit}");
+}
