@@ -176,6 +176,15 @@ fn refused_modules_and_readonly_variables() {
             "disabled by the whalebox exec boundary",
         ),
         ("unset WHALEBOX_GATE", "read-only variable"),
+        // An alias for a refused module, and an autoloaded builtin of one.
+        (
+            "zmodload -A sysalias=zsh/system; zmodload sysalias",
+            "zsh/system is disabled by the whalebox exec boundary",
+        ),
+        (
+            "zmodload -a zsh/files mv; echo x > a; mv a b",
+            "zsh/files is disabled by the whalebox exec boundary",
+        ),
     ] {
         let env = f.ok("shell_run", &json!({"command": command}).to_string());
         assert!(text(&env).contains(needle), "{command}: {}", text(&env));

@@ -186,7 +186,7 @@ const INHERITED: &[&str] = &[
     "LC_CTYPE",
     "LC_MESSAGES",
     "TZ",
-    "TMPDIR",
+    // Not TMPDIR: commands get the server's private one (see tools::shell).
     "XDG_RUNTIME_DIR",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",

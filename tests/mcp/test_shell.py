@@ -300,3 +300,28 @@ async def test_ask_without_a_person_is_denied_and_said(whalebox_bin, workspace, 
         assert env["code"] == "approval_needed", env
         assert env["data"]["denials"][0]["approval_needed"] is True
         assert "Next step:" in env["text"]
+
+
+def kernel_landlock_abi(whalebox_bin) -> int:
+    report = json.loads(subprocess.run([whalebox_bin, "doctor", "--json"], capture_output=True,
+                                       text=True, check=True).stdout)
+    return report["landlock"]["kernel_abi"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_served_sandbox_is_reported_and_holds(whalebox_bin, workspace, tmp_path, mode):
+    abi = kernel_landlock_abi(whalebox_bin)
+    if abi == 0:
+        pytest.skip("SKIPPED: this kernel has no Landlock (whalebox doctor says ABI 0)")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    async with client(whalebox_bin, workspace, mode) as c:
+        if c.instructions is not None or mode == "legacy":
+            assert f"Sandbox: Landlock ABI {abi}" in (c.instructions or ""), c.instructions
+            assert "$TMPDIR" in c.instructions
+        env = await call(c, "shell_run", {"command": f"echo x > {outside}/escaped; echo ok > inside"})
+        assert not (outside / "escaped").exists(), env["text"]
+        assert (workspace / "inside").read_text() == "ok\n"
+        assert env["data"]["landlock"]["kernel_abi"] == abi
+        assert any(d["kind"] == "sandbox" and "writes are allowed only under" in d["message"]
+                   for d in env["data"]["diagnoses"]), env
