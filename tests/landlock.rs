@@ -226,3 +226,44 @@ fn the_server_file_tools_are_fenced_even_without_the_path_guard() {
     out.stdout.as_slice().read_to_string(&mut read).unwrap();
     assert!(read.contains("\"ok\":false"), "{read}");
 }
+
+#[test]
+fn enforce_beyond_the_kernel_stops_startup_with_what_to_do() {
+    let Some(abi) = landlock_abi("enforce beyond the kernel") else {
+        return;
+    };
+    let f = Fixture::new().with_profile(&format!(
+        "[landlock]\nmode = \"enforce\"\nmin_abi = {}\n",
+        abi + 1
+    ));
+    let out = f
+        .command(&[
+            "call",
+            "read_file",
+            "--args",
+            "{\"file_path\": \"x\"}",
+            "--profile",
+            f.profile.as_ref().unwrap().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(common::code(&out), 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("needs Landlock ABI {}", abi + 1))
+            && stderr.contains("best-effort"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn git_keeps_working_with_a_user_config_in_home() {
+    let Some(_) = landlock_abi("git config") else {
+        return;
+    };
+    let f = fenced(Fixture::new(), "");
+    std::fs::write(f.home.join(".gitconfig"), "[user]\n\tname = Sandboxed\n").unwrap();
+    let env = run(&f, "git config user.name; git status --short; echo rc=$?");
+    let t = text(&env);
+    assert!(t.starts_with("Sandboxed\n") && t.contains("rc=0"), "{t}");
+}

@@ -83,7 +83,7 @@ impl Default for LandlockFile {
             network: NetworkMode::default(),
             connect: Vec::new(),
             bind: Vec::new(),
-            ro: Vec::new(),
+            ro: DEFAULT_READ_FILES.iter().map(|d| d.to_string()).collect(),
             rox: DEFAULT_TOOLCHAIN_DIRS
                 .iter()
                 .map(|d| d.to_string())
@@ -105,6 +105,10 @@ const DEFAULT_TOOLCHAIN_DIRS: &[&str] = &[
     "~/.local/bin",
     "~/.local/lib",
 ];
+
+/// Configuration programs die without when it exists but cannot be read (git stops
+/// with "unable to access ~/.gitconfig"): read-only by default.
+const DEFAULT_READ_FILES: &[&str] = &["~/.gitconfig", "~/.config/git"];
 
 /// `[landlock] mode`.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
