@@ -8,9 +8,8 @@
 use std::ffi::OsString;
 use std::process::Command;
 
-use crate::profile::ExecBoundary;
 use crate::shell::supervisor;
-use crate::tools::Env;
+use crate::tools::{Env, ShellBoundary};
 
 /// What to run inside the sandbox.
 pub enum What {
@@ -39,28 +38,23 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
             .map(OsString::from)
             .ok_or_else(|| "no shell found (zsh, bash or sh in PATH, or [shell] program)".into())
     };
-    let shell: OsString = match cfg.exec_boundary {
-        ExecBoundary::Off => plain()?,
-        mode => match env.gate() {
-            Ok(g) => {
-                vars.push(("WHALEBOX_GATE".into(), g.shell.gate.clone().into()));
-                vars.push((
-                    "WHALEBOX_GATE_SOCKET".into(),
-                    g.server.socket().to_path_buf().into(),
-                ));
-                g.shell.zsh.clone().into()
-            }
-            Err(why) if mode == ExecBoundary::Required => {
-                return Err(format!(
-                    "the exec boundary is required, but {why}; build the gated zsh (nix/zsh/build.sh) \
-                     or set [shell] exec_boundary = \"best-effort\""
-                ));
-            }
-            Err(why) => {
+    let shell: OsString = match env.shell_boundary() {
+        Ok(ShellBoundary::Gated { zsh, vars: gate }) => {
+            vars.extend(gate.into_iter().map(|(k, v)| (k.into(), v.into())));
+            zsh.into()
+        }
+        Ok(ShellBoundary::Ungated { why, best_effort }) => {
+            if best_effort {
                 eprintln!("whalebox: running ungated (exec_boundary = best-effort): {why}");
-                plain()?
             }
-        },
+            plain()?
+        }
+        Err(why) => {
+            return Err(format!(
+                "the exec boundary is required, but {why}; build the gated zsh (nix/zsh/build.sh) \
+                 or set [shell] exec_boundary = \"best-effort\""
+            ));
+        }
     };
     let mut shell_args: Vec<OsString> = vec!["-f".into()];
     match what {

@@ -4,20 +4,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::{Fixture, text};
 use serde_json::json;
-
-fn gated_zsh() -> PathBuf {
-    let zsh = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zsh/bin/zsh");
-    assert!(
-        zsh.is_file(),
-        "the gated zsh is missing at {}: run nix/zsh/build.sh (tests/run does)",
-        zsh.display()
-    );
-    zsh
-}
 
 fn fixture() -> Fixture {
     let f = Fixture::new();
@@ -36,14 +26,14 @@ match = ["touch x", "/usr/bin/touch x"]
     .unwrap();
     f.with_profile(&format!(
         "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
-        gated_zsh().display()
+        common::gated_zsh().display()
     ))
 }
 
 #[test]
 fn every_way_to_run_a_denied_program_is_denied() {
     let f = fixture();
-    let zsh = gated_zsh();
+    let zsh = common::gated_zsh();
     let zsh_dir = zsh.parent().unwrap().display().to_string();
     std::fs::write(f.ws.join("noshebang.sh"), "touch made-by-noshebang\n").unwrap();
     std::fs::write(
@@ -232,7 +222,7 @@ fn whalebox_gate_asks_the_same_server_for_execs_that_are_not_zsh() {
 
 #[test]
 fn the_gate_without_a_server_denies_in_zsh_and_as_a_program() {
-    let zsh = gated_zsh();
+    let zsh = common::gated_zsh();
     let gate = Path::new(common::bin()).with_file_name("whalebox-gate");
     let out = std::process::Command::new(&zsh)
         .args(["-fc", "echo before; /bin/echo never; echo after $?"])

@@ -4,20 +4,9 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::Fixture;
-
-fn gated_zsh() -> PathBuf {
-    let zsh = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zsh/bin/zsh");
-    assert!(
-        zsh.is_file(),
-        "the gated zsh is missing at {}: run nix/zsh/build.sh (tests/run does)",
-        zsh.display()
-    );
-    zsh
-}
 
 fn landlock() -> bool {
     let out = std::process::Command::new(common::bin())
@@ -43,7 +32,7 @@ fn fixture(default: &str) -> Fixture {
     .unwrap();
     f.with_profile(&format!(
         "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
-        gated_zsh().display()
+        common::gated_zsh().display()
     ))
 }
 

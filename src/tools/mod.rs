@@ -61,6 +61,18 @@ pub struct Env {
     sandbox_status: std::sync::OnceLock<Status>,
 }
 
+/// The shell a command gets with respect to the exec boundary.
+#[derive(Debug, Clone)]
+pub enum ShellBoundary {
+    /// The gated zsh, and the variables that connect it to this session's server.
+    Gated {
+        zsh: PathBuf,
+        vars: Vec<(String, String)>,
+    },
+    /// The plain shell; `best_effort`: the boundary was wanted, so say it is missing.
+    Ungated { why: String, best_effort: bool },
+}
+
 /// A server's private directories (see [`Env::private`]).
 #[derive(Debug)]
 pub struct PrivateDirs {
@@ -236,6 +248,35 @@ impl Env {
         self.sandbox_status
             .get()
             .is_some_and(|s| s.unavailable.is_none())
+    }
+
+    /// How a command's shell relates to the exec boundary, per `[shell] exec_boundary`;
+    /// `Err` when the boundary is required and cannot be had (the reason).
+    pub fn shell_boundary(&self) -> Result<ShellBoundary, String> {
+        let mode = self.profile.shell.exec_boundary;
+        if mode == ExecBoundary::Off {
+            return Ok(ShellBoundary::Ungated {
+                why: "exec_boundary = off".into(),
+                best_effort: false,
+            });
+        }
+        match self.gate() {
+            Ok(g) => Ok(ShellBoundary::Gated {
+                zsh: g.shell.zsh.clone(),
+                vars: vec![
+                    ("WHALEBOX_GATE".into(), g.shell.gate.display().to_string()),
+                    (
+                        "WHALEBOX_GATE_SOCKET".into(),
+                        g.server.socket().display().to_string(),
+                    ),
+                ],
+            }),
+            Err(why) if mode == ExecBoundary::Required => Err(why),
+            Err(why) => Ok(ShellBoundary::Ungated {
+                why,
+                best_effort: true,
+            }),
+        }
     }
 
     /// The gated zsh, probed once.

@@ -12,11 +12,11 @@ use crate::core::{
     BoxFuture, CallContext, Code, Registry, RegistryError, Tool, ToolError, ToolOutput, ToolResult,
 };
 use crate::guard::Access;
-use crate::profile::ExecBoundary;
 use crate::shell::diagnose::{Facts, diagnose};
 use crate::shell::spawn::{self, Spec};
 use crate::shell::task::StartError;
 use crate::shell::{Exit, Mode, Task, cap_output, classify, strip_terminal};
+use crate::tools::ShellBoundary;
 
 use super::common::{args, guarded};
 use super::{Env, Session};
@@ -376,32 +376,27 @@ impl ShellRun {
         let mut notes = Vec::new();
         let mut gate_env: Vec<(String, String)> = Vec::new();
         let mut gated_zsh = None;
-        let boundary = match cfg.exec_boundary {
-            ExecBoundary::Off => json!({"gated": false, "reason": "exec_boundary = off"}),
-            mode => match env.gate() {
-                Ok(g) => {
-                    gate_env.push(("WHALEBOX_GATE".into(), g.shell.gate.display().to_string()));
-                    gate_env.push((
-                        "WHALEBOX_GATE_SOCKET".into(),
-                        g.server.socket().display().to_string(),
-                    ));
-                    gated_zsh = Some(g.shell.zsh.clone());
-                    json!({"gated": true, "zsh": g.shell.zsh.display().to_string()})
-                }
-                Err(why) if mode == ExecBoundary::Required => {
-                    return Err(ToolError::new(
-                        Code::Unsupported,
-                        format!("the exec boundary is required, but {why}"),
-                        "build the gated zsh (nix/zsh/build.sh) or point [shell] zsh at it; or set exec_boundary = \"best-effort\"",
-                    ));
-                }
-                Err(why) => {
+        let boundary = match env.shell_boundary() {
+            Ok(ShellBoundary::Gated { zsh, vars }) => {
+                gate_env = vars;
+                gated_zsh = Some(zsh.clone());
+                json!({"gated": true, "zsh": zsh.display().to_string()})
+            }
+            Ok(ShellBoundary::Ungated { why, best_effort }) => {
+                if best_effort {
                     notes.push(format!(
                         "running ungated (exec_boundary = best-effort): {why}"
                     ));
-                    json!({"gated": false, "reason": why})
                 }
-            },
+                json!({"gated": false, "reason": why})
+            }
+            Err(why) => {
+                return Err(ToolError::new(
+                    Code::Unsupported,
+                    format!("the exec boundary is required, but {why}"),
+                    "build the gated zsh (nix/zsh/build.sh) or point [shell] zsh at it; or set exec_boundary = \"best-effort\"",
+                ));
+            }
         };
         let shell = match gated_zsh {
             Some(zsh) => zsh,

@@ -167,3 +167,14 @@ pub fn processes_running(cmdline: &str) -> Vec<u32> {
     }
     found
 }
+
+/// The gated zsh nix/zsh/build.sh puts in target/zsh (tests/run builds it first).
+pub fn gated_zsh() -> PathBuf {
+    let zsh = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zsh/bin/zsh");
+    assert!(
+        zsh.is_file(),
+        "the gated zsh is missing at {}: run nix/zsh/build.sh (tests/run does)",
+        zsh.display()
+    );
+    zsh
+}
