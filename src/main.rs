@@ -538,6 +538,7 @@ fn check_profile(args: ProfileArgs) -> ExitCode {
             .collect::<Vec<_>>()
     );
     report["skill_problems"] = json!(env.skills.problems);
+    report["landlock_status"] = json!(env.sandbox_status());
     match serde_json::to_string_pretty(&report) {
         Ok(s) => println!("{s}"),
         Err(e) => {
