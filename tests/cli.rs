@@ -218,7 +218,10 @@ fn profile_check_prints_the_effective_profile() {
     assert_eq!(report["enabled_tools"].as_array().unwrap().len(), 12);
     assert_eq!(report["edit"]["write_requires_read"], true);
     assert_eq!(report["landlock"]["mode"], "best-effort");
-    assert!(report["landlock_status"]["kernel_abi"].is_i64(), "{report:#}");
+    assert!(
+        report["landlock_status"]["kernel_abi"].is_i64(),
+        "{report:#}"
+    );
     assert!(
         report["warnings"][0]
             .as_str()

@@ -267,3 +267,24 @@ fn git_keeps_working_with_a_user_config_in_home() {
     let t = text(&env);
     assert!(t.starts_with("Sandboxed\n") && t.contains("rc=0"), "{t}");
 }
+
+#[test]
+fn a_configured_shell_outside_the_system_roots_still_runs() {
+    let Some(_) = landlock_abi("configured shell") else {
+        return;
+    };
+    let f = Fixture::new().with_profile(&format!(
+        "[shell]\nexec_boundary = \"off\"\nprogram = \"{}\"\n[landlock]\nmode = \"enforce\"\n",
+        common::gated_zsh().display()
+    ));
+    let env = run(
+        &f,
+        "echo zsh-$ZSH_VERSION; zmodload zsh/datetime && echo modules-ok",
+    );
+    assert_eq!(
+        text(&env).lines().take(2).collect::<Vec<_>>(),
+        ["zsh-5.9", "modules-ok"],
+        "{}",
+        text(&env)
+    );
+}

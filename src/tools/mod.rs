@@ -189,6 +189,22 @@ impl Env {
         if let Ok(exe) = std::env::current_exe() {
             extras.programs.push(exe);
         }
+        if self.shell_on()
+            && let Some(plain) =
+                crate::shell::spawn::find_shell(self.profile.shell.program.as_deref())
+        {
+            // The configured shell may live outside the system roots (and a zsh needs
+            // its modules, in ../lib/zsh beside its bin/).
+            let plain = plain.canonicalize().unwrap_or(plain);
+            if let Some(modules) = plain
+                .parent()
+                .and_then(Path::parent)
+                .map(|p| p.join("lib/zsh"))
+            {
+                extras.programs.push(modules);
+            }
+            extras.programs.push(plain);
+        }
         if self.shell_on() && self.policy.is_some() {
             if let Ok(shell) = self.gated_shell() {
                 extras.programs.push(shell.gate.clone());
