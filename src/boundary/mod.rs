@@ -502,19 +502,24 @@ pub struct GatedShell {
     pub gate: PathBuf,
 }
 
-/// Find the gated zsh: the profile's `[shell] zsh`, `$WHALEBOX_ZSH`, `zsh` next to the
-/// whalebox binary, or `target/zsh/bin/zsh` of the build whalebox runs from; and the gate
-/// (`$WHALEBOX_GATE_BIN`, or `whalebox-gate` next to the binary). A candidate counts only
-/// if it really gates: run with a gate and no server, `/bin/true` must be denied.
-pub fn find_gated_shell(configured: Option<&str>) -> Result<GatedShell, String> {
+/// Where the gate program is: `$WHALEBOX_GATE_BIN`, or `whalebox-gate` next to whalebox.
+pub fn gate_program() -> Option<PathBuf> {
+    std::env::var_os("WHALEBOX_GATE_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let exe = std::env::current_exe().ok()?;
+            Some(exe.parent()?.join("whalebox-gate"))
+        })
+        .filter(|g| g.is_file())
+}
+
+/// Where the gated zsh may be, in order: the profile's `[shell] zsh`, else
+/// `$WHALEBOX_ZSH`, `zsh` next to the whalebox binary, `../zsh/bin/zsh`, or
+/// `target/zsh/bin/zsh` of the build whalebox runs from.
+pub fn gated_shell_candidates(configured: Option<&str>) -> Vec<PathBuf> {
     let exe_dir = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(Path::to_path_buf));
-    let gate = std::env::var_os("WHALEBOX_GATE_BIN")
-        .map(PathBuf::from)
-        .or_else(|| exe_dir.as_ref().map(|d| d.join("whalebox-gate")))
-        .filter(|g| g.is_file())
-        .ok_or("whalebox-gate was not found next to the whalebox binary (or $WHALEBOX_GATE_BIN)")?;
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(c) = configured {
         candidates.push(c.into());
@@ -528,6 +533,16 @@ pub fn find_gated_shell(configured: Option<&str>) -> Result<GatedShell, String> 
             candidates.push(d.join("../../target/zsh/bin/zsh"));
         }
     }
+    candidates
+}
+
+/// Find the gated zsh among [`gated_shell_candidates`], and the gate
+/// ([`gate_program`]). A candidate counts only if it really gates: run with no
+/// server, `/bin/true` must be denied.
+pub fn find_gated_shell(configured: Option<&str>) -> Result<GatedShell, String> {
+    let gate = gate_program()
+        .ok_or("whalebox-gate was not found next to the whalebox binary (or $WHALEBOX_GATE_BIN)")?;
+    let candidates = gated_shell_candidates(configured);
     let mut tried = Vec::new();
     for zsh in candidates {
         if !zsh.is_file() {

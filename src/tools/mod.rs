@@ -176,8 +176,8 @@ impl Env {
     }
 
     /// The fences from the profile plus what this server itself must reach: its private
-    /// directories, its own binary and the gated zsh (found now, since the sandbox hides
-    /// the candidates later), and the log files it appends to (created now, empty).
+    /// directories, its own binary, the shells it may start, and the log files it
+    /// appends to (created now, empty).
     fn build_sandbox(&self) -> Result<Option<Sandbox>, CatalogError> {
         if self.profile.landlock.mode == crate::profile::LandlockMode::Off {
             return Ok(None);
@@ -206,15 +206,15 @@ impl Env {
             extras.programs.push(plain);
         }
         if self.shell_on() && self.policy.is_some() {
-            if let Ok(shell) = self.gated_shell() {
-                extras.programs.push(shell.gate.clone());
-                // The zsh's whole prefix: its modules load from lib/ under it.
-                let prefix = shell
-                    .zsh
-                    .parent()
-                    .and_then(Path::parent)
-                    .unwrap_or(&shell.zsh);
-                extras.programs.push(prefix.to_path_buf());
+            // Every place the gated zsh may be found (it is probed later, inside the
+            // sandbox), with its whole prefix: its modules load from lib/ under it.
+            extras.programs.extend(crate::boundary::gate_program());
+            for zsh in crate::boundary::gated_shell_candidates(self.profile.shell.zsh.as_deref()) {
+                if let Ok(zsh) = zsh.canonicalize()
+                    && let Some(prefix) = zsh.parent().and_then(Path::parent)
+                {
+                    extras.programs.push(prefix.to_path_buf());
+                }
             }
             let files = [
                 &self.profile.shell.audit_log,
