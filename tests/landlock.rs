@@ -288,3 +288,114 @@ fn a_configured_shell_outside_the_system_roots_still_runs() {
         text(&env)
     );
 }
+
+/// Run `cmd` under a seccomp filter that fails the Landlock syscalls from `first`
+/// (444 create_ruleset, 445 add_rule, 446 restrict_self) with EPERM, as a container's
+/// default seccomp profile does. The numbers are the same on every architecture.
+fn without_landlock_syscalls(cmd: &mut std::process::Command, first: u32) {
+    use nix::libc;
+    use std::os::unix::process::CommandExt;
+    let filter = [
+        libc::sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }, // load the syscall number
+        libc::sock_filter {
+            code: 0x35,
+            jt: 0,
+            jf: 2,
+            k: first,
+        }, // < first: allow
+        libc::sock_filter {
+            code: 0x25,
+            jt: 1,
+            jf: 0,
+            k: 446,
+        }, // > 446: allow
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x0005_0000 | libc::EPERM as u32,
+        },
+        libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x7fff_0000,
+        },
+    ];
+    // SAFETY: only prctl between fork and exec; the filter outlives the call.
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &prog as *const _ as libc::c_ulong) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn a_container_that_blocks_landlock_gets_a_clear_answer() {
+    let f = Fixture::new();
+    // No Landlock at all (the version query fails too): doctor says so and what to do.
+    let mut doctor = f.command(&["doctor"]);
+    without_landlock_syscalls(&mut doctor, 444);
+    let out = doctor.output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("not enforced") && report.contains("seccomp"),
+        "{report}"
+    );
+    // enforce refuses to start; best-effort runs and says nothing is enforced.
+    let strict = Fixture::new().with_profile("[landlock]\nmode = \"enforce\"\n");
+    let mut call = strict.command(&[
+        "call",
+        "shell_run",
+        "--args",
+        "{\"command\": \"echo ran\"}",
+        "--profile",
+        strict.profile.as_ref().unwrap().to_str().unwrap(),
+    ]);
+    without_landlock_syscalls(&mut call, 444);
+    let out = call.output().unwrap();
+    assert_eq!(common::code(&out), 2, "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("container"),
+        "{out:?}"
+    );
+    // The kernel has Landlock but refuses to apply it (only restrict_self blocked).
+    for first in [444, 446] {
+        let mut call = f.command(&[
+            "call",
+            "shell_run",
+            "--args",
+            "{\"command\": \"echo ran\"}",
+            "--workspace",
+            f.ws.to_str().unwrap(),
+        ]);
+        without_landlock_syscalls(&mut call, first);
+        let out = call.output().unwrap();
+        let env = common::envelope(&out);
+        assert_eq!(env["ok"], true, "{env:#}");
+        assert!(text(&env).starts_with("ran\n"), "{env:#}");
+        assert!(
+            env["data"]["landlock"]["unavailable"].is_string(),
+            "{first}: {env:#}"
+        );
+        assert_eq!(
+            env["data"]["landlock"]["enforced"],
+            json!([]),
+            "{first}: {env:#}"
+        );
+    }
+}

@@ -281,11 +281,25 @@ impl Sandbox {
 
     /// Restrict the calling thread (and every thread and process it starts from now on).
     /// Call it before other threads exist: Landlock applies to the calling thread only.
+    /// In best-effort mode a kernel that refuses (a container's seccomp filter, say) is
+    /// not an error: the status says nothing is enforced, and why.
     pub fn apply(&self, layer: Layer) -> Result<Status, String> {
-        let status = self.check(layer)?;
+        let mut status = self.check(layer)?;
         if status.kernel_abi == 0 {
             return Ok(status);
         }
+        match self.restrict(layer) {
+            Ok(()) => Ok(status),
+            Err(e) if self.mode == LandlockMode::BestEffort => {
+                status.dropped.append(&mut status.enforced);
+                status.unavailable = Some(format!("the kernel refused the ruleset: {e}"));
+                Ok(status)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn restrict(&self, layer: Layer) -> Result<(), String> {
         let abi = ABI::V6;
         let all = AccessFs::from_all(abi);
         let level = if self.mode == LandlockMode::Enforce {
@@ -353,7 +367,7 @@ impl Sandbox {
                 applied.ruleset
             ));
         }
-        Ok(status)
+        Ok(())
     }
 
     /// Which sets cover `path`, to explain a permission error.

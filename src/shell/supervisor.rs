@@ -175,10 +175,9 @@ fn children_of(pid: Pid) -> Vec<Pid> {
 
 /// The task's own Landlock layer, on top of whatever the server has: the same paths,
 /// plus network and scopes. In enforce mode a layer that cannot be applied stops the
-/// task (exit 126); in best-effort mode the command runs and the output says why.
+/// task (exit 126); in best-effort mode the command runs (the status says why).
 fn enter_sandbox(spec: &OsString) {
     use crate::guard::landlock::{Layer, Sandbox};
-    use crate::profile::LandlockMode;
     let parsed: Result<Sandbox, String> = spec
         .to_str()
         .ok_or_else(|| "not UTF-8".to_string())
@@ -190,11 +189,9 @@ fn enter_sandbox(spec: &OsString) {
             std::process::exit(126);
         }
     };
+    // Best-effort refusals come back as a status, already reported by the server.
     if let Err(e) = sandbox.apply(Layer::Task) {
-        if sandbox.mode == LandlockMode::Enforce {
-            eprintln!("whalebox: {e}; not running the command");
-            std::process::exit(126);
-        }
-        eprintln!("whalebox: running without the task's Landlock layer: {e}");
+        eprintln!("whalebox: {e}; not running the command");
+        std::process::exit(126);
     }
 }

@@ -253,9 +253,11 @@ impl Env {
     /// What the kernel enforces for this server's commands: the task layer's status
     /// (Landlock off, when the server never entered its sandbox).
     pub fn sandbox_status(&self) -> Status {
-        match &self.sandbox {
-            Some(s) => s.status(Layer::Task),
-            None => Status::off(),
+        match (&self.sandbox, self.sandbox_status.get()) {
+            // The kernel refused the server's own layer: it will refuse the tasks' too.
+            (Some(_), Some(server)) if server.unavailable.is_some() => server.clone(),
+            (Some(s), _) => s.status(Layer::Task),
+            (None, _) => Status::off(),
         }
     }
 
