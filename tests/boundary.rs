@@ -186,13 +186,14 @@ fn allowed_programs_keep_their_output_and_exit_codes() {
     let f = fixture();
     let env = f.ok(
         "shell_run",
-        &json!({"command": "echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; sh -c 'exit 7'"})
+        &json!({"command": "echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; /bin/echo ${(l:100000::x:)} ${(l:100000::x:)} ${(l:100000::x:)} | wc -c; sh -c 'exit 7'"})
             .to_string(),
     );
     assert_eq!(env["data"]["exit_code"], 7);
     assert_eq!(env["data"]["denials_total"], 0);
     let t = text(&env);
-    assert!(t.starts_with("hi\n.\n2\nrc=1\n"), "{t}");
+    // A 300 kB argv is judged like any other (well within ARG_MAX).
+    assert!(t.starts_with("hi\n.\n2\nrc=1\n300003\n"), "{t}");
 }
 
 #[test]

@@ -45,6 +45,6 @@ if [ "${ZSH_CHECK:-1}" != 0 ]; then
     grep -h "successful test scripts" "$src/check-$t.log" | sed "s/^/build.sh: make check $t*: /"
   done
 fi
-make install.bin install.modules install.fns >/dev/null
+make install.bin install.modules install.fns >>"$src/make.log" 2>&1 || { tail -30 "$src/make.log" >&2; exit 1; }
 echo "$patch_sum" > "$prefix/.patch"
 echo "build.sh: installed $prefix/bin/zsh"

@@ -18,7 +18,8 @@ use serde_json::json;
 
 use crate::policy::{Decision, Policy};
 
-const MAX_REQUEST: usize = 1 << 20;
+/// Above ARG_MAX plus JSON escaping: a real exec always fits.
+const MAX_REQUEST: usize = 8 << 20;
 
 #[derive(Debug, Deserialize)]
 struct Request {
