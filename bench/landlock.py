@@ -3,14 +3,13 @@ mode, `[landlock] mode = "enforce"` against `"off"`, side by side in one run:
 shell_run {"command": "true"} (median of BENCH_RUNS) and a grep over a 1000-file tree
 (median of BENCH_RUNS / 10). Prints milliseconds and the ratio (expected about 1.0)."""
 
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+from mcp_session import Session, median_ms
 
 RUNS = int(os.environ.get("BENCH_RUNS", "200"))
 binary = sys.argv[1]
@@ -25,54 +24,15 @@ for i in range(1000):
             f.write("needle here\n")
 
 
-class Session:
-    def __init__(self, mode):
-        profile = os.path.join(root, f"{mode}.toml")
-        with open(profile, "w") as f:
-            f.write(f'[landlock]\nmode = "{mode}"\n')
-        env = {"PATH": os.environ["PATH"], "HOME": root, "RUST_LOG": "warn"}
-        self.p = subprocess.Popen([binary, "serve", "--profile", profile, "--workspace", ws],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self.next = 0
-        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "clientInfo": {"name": "bench", "version": "1"}})
-        self.rpc("notifications/initialized", notify=True)
-
-    def rpc(self, method, params=None, notify=False):
-        msg = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            msg["params"] = params
-        if not notify:
-            self.next += 1
-            msg["id"] = self.next
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
-        if not notify:
-            reply = json.loads(self.p.stdout.readline())
-            assert "result" in reply, reply
-            return reply["result"]
-
-    def call(self, tool, args):
-        env = self.rpc("tools/call", {"name": tool, "arguments": args})["structuredContent"]
-        assert env["ok"], env
-        return env
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=10)
+def session(mode):
+    profile = os.path.join(root, f"{mode}.toml")
+    with open(profile, "w") as f:
+        f.write(f'[landlock]\nmode = "{mode}"\n')
+    env = {"PATH": os.environ["PATH"], "HOME": root, "RUST_LOG": "warn"}
+    return Session(binary, ["--profile", profile, "--workspace", ws], env)
 
 
-def median_ms(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
-
-
-sessions = {m: Session(m) for m in ("enforce", "off")}
+sessions = {m: session(m) for m in ("enforce", "off")}
 landlock = sessions["enforce"].call("shell_run", {"command": "true"})["data"]["landlock"]
 if landlock.get("kernel_abi", 0) == 0:
     print("landlock bench: this kernel has no Landlock; nothing to compare")

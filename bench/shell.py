@@ -2,14 +2,13 @@
 "true"}` through one MCP session (pipe and PTY) and through `whalebox call`, beside
 spawning the same shell directly. Prints milliseconds and the differences."""
 
-import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from mcp_session import Session, median_ms
 
 RUNS = int(os.environ.get("BENCH_RUNS", "200"))
 binary = sys.argv[1]
@@ -20,58 +19,25 @@ ws = tempfile.mkdtemp(prefix="whalebox-shell-bench-")
 env = {"PATH": os.environ["PATH"], "HOME": ws, "RUST_LOG": "warn"}
 
 
-def median_ms(fn, runs=RUNS):
-    fn()  # warm up
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
-
-
-bare = median_ms(lambda: subprocess.run([shell, "-fc", "true"], check=True))
-
-server = subprocess.Popen([binary, "serve", "--workspace", ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-next_id = 0
-
-
-def rpc(method, params=None, notify=False):
-    global next_id
-    msg = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        msg["params"] = params
-    if not notify:
-        next_id += 1
-        msg["id"] = next_id
-    server.stdin.write((json.dumps(msg) + "\n").encode())
-    server.stdin.flush()
-    if not notify:
-        reply = json.loads(server.stdout.readline())
-        assert "result" in reply, reply
-        return reply["result"]
-
-
-rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}})
-rpc("notifications/initialized", notify=True)
+bare = median_ms(lambda: subprocess.run([shell, "-fc", "true"], check=True), RUNS)
+server = Session(binary, ["--workspace", ws], env)
 
 
 def run(mode):
     def go():
-        r = rpc("tools/call", {"name": "shell_run", "arguments": {"command": "true", "mode": mode}})
-        assert r["structuredContent"]["data"]["exit_code"] == 0, r
+        env = server.call("shell_run", {"command": "true", "mode": mode})
+        assert env["data"]["exit_code"] == 0, env
     return go
 
 
-pipe = median_ms(run("pipe"))
-pty = median_ms(run("pty"))
-server.stdin.close()
-server.wait()
+pipe = median_ms(run("pipe"), RUNS)
+pty = median_ms(run("pty"), RUNS)
+server.close()
 call = median_ms(
     lambda: subprocess.run(
         [binary, "call", "shell_run", "--workspace", ws, "--args", '{"command":"true","mode":"pipe"}'],
         check=True, stdout=subprocess.DEVNULL, env=env),
-    runs=max(20, RUNS // 4),
+    max(20, RUNS // 4),
 )
 shutil.rmtree(ws)
 print(f"shell: {shell}; {RUNS} runs each; medians in ms")

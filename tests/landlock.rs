@@ -10,20 +10,13 @@ use std::net::TcpListener;
 use common::{Fixture, text};
 use serde_json::json;
 
-/// The kernel's Landlock ABI, or None (and a loud line) when it has none.
-fn landlock_abi(test: &str) -> Option<i32> {
-    let out = std::process::Command::new(common::bin())
-        .args(["doctor", "--json"])
-        .output()
-        .expect("run whalebox doctor");
-    let report: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("doctor --json prints JSON");
-    let abi = report["landlock"]["kernel_abi"].as_i64().unwrap_or(0) as i32;
-    if abi == 0 {
-        eprintln!("SKIPPED {test}: this kernel has no Landlock (doctor: {report})");
-        return None;
+/// Whether the kernel's Landlock ABI is at least `min`; if not, say loudly what is skipped.
+fn landlock_at_least(test: &str, min: i64) -> bool {
+    let abi = common::landlock_abi();
+    if abi < min {
+        eprintln!("SKIPPED {test}: needs Landlock ABI {min}, this kernel has {abi}");
     }
-    Some(abi)
+    abi >= min
 }
 
 fn fenced(f: Fixture, extra: &str) -> Fixture {
@@ -44,9 +37,9 @@ fn run(f: &Fixture, command: &str) -> serde_json::Value {
 
 #[test]
 fn shell_commands_are_fenced_to_the_workspace_read_roots_and_tmpdir() {
-    let Some(_) = landlock_abi("shell fences") else {
+    if !landlock_at_least("shell fences", 1) {
         return;
-    };
+    }
     let f = fenced(Fixture::new(), "");
     let outside = f.outside.display().to_string();
     let readable = f.root.join("roots/readable");
@@ -98,9 +91,9 @@ fn shell_commands_are_fenced_to_the_workspace_read_roots_and_tmpdir() {
 
 #[test]
 fn denials_say_which_sets_apply() {
-    let Some(_) = landlock_abi("denial diagnostics") else {
+    if !landlock_at_least("denial diagnostics", 1) {
         return;
-    };
+    }
     let f = fenced(Fixture::new(), "");
     let env = run(&f, &format!("touch {}/x", f.outside.display()));
     let t = text(&env);
@@ -114,11 +107,7 @@ fn denials_say_which_sets_apply() {
 
 #[test]
 fn tcp_is_denied_except_the_listed_ports() {
-    let Some(abi) = landlock_abi("network") else {
-        return;
-    };
-    if abi < 4 {
-        eprintln!("SKIPPED network: Landlock ABI {abi} has no network rules (needs 4)");
+    if !landlock_at_least("network", 4) {
         return;
     }
     let open = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -144,11 +133,7 @@ fn tcp_is_denied_except_the_listed_ports() {
 
 #[test]
 fn a_command_cannot_signal_a_process_outside_its_sandbox() {
-    let Some(abi) = landlock_abi("signal scope") else {
-        return;
-    };
-    if abi < 6 {
-        eprintln!("SKIPPED signal scope: Landlock ABI {abi} has no scopes (needs 6)");
+    if !landlock_at_least("signal scope", 6) {
         return;
     }
     let mut outsider = std::process::Command::new("sleep")
@@ -175,9 +160,9 @@ fn a_command_cannot_signal_a_process_outside_its_sandbox() {
 
 #[test]
 fn the_server_file_tools_are_fenced_even_without_the_path_guard() {
-    let Some(_) = landlock_abi("server fence") else {
+    if !landlock_at_least("server fence", 1) {
         return;
-    };
+    }
     let target = |f: &Fixture| f.outside.join("by-write-tool.txt");
     let call = |f: &Fixture| {
         let args = json!({"file_path": target(f), "content": "escaped\n"}).to_string();
@@ -229,9 +214,10 @@ fn the_server_file_tools_are_fenced_even_without_the_path_guard() {
 
 #[test]
 fn enforce_beyond_the_kernel_stops_startup_with_what_to_do() {
-    let Some(abi) = landlock_abi("enforce beyond the kernel") else {
+    if !landlock_at_least("enforce beyond the kernel", 1) {
         return;
-    };
+    }
+    let abi = common::landlock_abi();
     let f = Fixture::new().with_profile(&format!(
         "[landlock]\nmode = \"enforce\"\nmin_abi = {}\n",
         abi + 1
@@ -258,9 +244,9 @@ fn enforce_beyond_the_kernel_stops_startup_with_what_to_do() {
 
 #[test]
 fn git_keeps_working_with_a_user_config_in_home() {
-    let Some(_) = landlock_abi("git config") else {
+    if !landlock_at_least("git config", 1) {
         return;
-    };
+    }
     let f = fenced(Fixture::new(), "");
     std::fs::write(f.home.join(".gitconfig"), "[user]\n\tname = Sandboxed\n").unwrap();
     let env = run(&f, "git config user.name; git status --short; echo rc=$?");
@@ -270,9 +256,9 @@ fn git_keeps_working_with_a_user_config_in_home() {
 
 #[test]
 fn a_configured_shell_outside_the_system_roots_still_runs() {
-    let Some(_) = landlock_abi("configured shell") else {
+    if !landlock_at_least("configured shell", 1) {
         return;
-    };
+    }
     let f = Fixture::new().with_profile(&format!(
         "[shell]\nexec_boundary = \"off\"\nprogram = \"{}\"\n[landlock]\nmode = \"enforce\"\n",
         common::gated_zsh().display()

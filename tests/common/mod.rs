@@ -178,3 +178,13 @@ pub fn gated_zsh() -> PathBuf {
     );
     zsh
 }
+
+/// The kernel's Landlock ABI, as `whalebox doctor` reports it (0: none).
+pub fn landlock_abi() -> i64 {
+    let out = Command::new(bin())
+        .args(["doctor", "--json"])
+        .output()
+        .expect("run whalebox doctor");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("doctor --json prints JSON");
+    report["landlock"]["kernel_abi"].as_i64().unwrap_or(0)
+}

@@ -1,0 +1,51 @@
+"""Shared by the MCP benchmarks: one `whalebox serve` session spoken to as raw JSON-RPC
+lines (no client library in the timing), and the median of repeated calls."""
+
+import json
+import statistics
+import subprocess
+import time
+
+
+class Session:
+    def __init__(self, binary, args, env):
+        self.p = subprocess.Popen([binary, "serve", *args], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, env=env)
+        self.next = 0
+        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "1"}})
+        self.rpc("notifications/initialized", notify=True)
+
+    def rpc(self, method, params=None, notify=False):
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        if not notify:
+            self.next += 1
+            msg["id"] = self.next
+        self.p.stdin.write((json.dumps(msg) + "\n").encode())
+        self.p.stdin.flush()
+        if not notify:
+            reply = json.loads(self.p.stdout.readline())
+            assert "result" in reply, reply
+            return reply["result"]
+
+    def call(self, tool, args):
+        """The envelope of a successful call."""
+        env = self.rpc("tools/call", {"name": tool, "arguments": args})["structuredContent"]
+        assert env["ok"], env
+        return env
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=10)
+
+
+def median_ms(fn, runs):
+    fn()  # warm up
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
