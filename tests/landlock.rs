@@ -159,6 +159,34 @@ fn a_command_cannot_signal_a_process_outside_its_sandbox() {
 }
 
 #[test]
+fn a_command_cannot_reach_an_abstract_unix_socket_outside_its_sandbox() {
+    use std::os::linux::net::SocketAddrExt;
+    if !landlock_at_least("abstract unix socket scope", 6) {
+        return;
+    }
+    let name = format!("whalebox-test-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let _outside = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    let f = fenced(Fixture::new(), "");
+    std::fs::write(
+        f.ws.join("abstract.py"),
+        format!(
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('\\0{name}'); print('connected')\nexcept OSError as e:\n    print('refused', e.errno)\n"
+        ),
+    )
+    .unwrap();
+    // Reachable from outside the sandbox (so the test can fail) …
+    let out = std::process::Command::new("/usr/bin/python3")
+        .arg(f.ws.join("abstract.py"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "connected\n");
+    // … and not from inside it.
+    let env = run(&f, "/usr/bin/python3 abstract.py");
+    assert!(text(&env).starts_with("refused 1\n"), "{}", text(&env));
+}
+
+#[test]
 fn the_server_file_tools_are_fenced_even_without_the_path_guard() {
     if !landlock_at_least("server fence", 1) {
         return;
