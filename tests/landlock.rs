@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::net::TcpListener;
 
 use common::{Fixture, text};
@@ -192,14 +191,14 @@ fn the_server_file_tools_are_fenced_even_without_the_path_guard() {
         return;
     }
     let target = |f: &Fixture| f.outside.join("by-write-tool.txt");
-    let call = |f: &Fixture| {
-        let args = json!({"file_path": target(f), "content": "escaped\n"}).to_string();
+    // A one-shot tool call with the path guard switched off (debug builds only).
+    let unguarded = |f: &Fixture, tool: &str, args: serde_json::Value| {
         let out = f
             .command(&[
                 "call",
-                "write",
+                tool,
                 "--args",
-                &args,
+                &args.to_string(),
                 "--profile",
                 f.profile.as_ref().unwrap().to_str().unwrap(),
             ])
@@ -208,36 +207,34 @@ fn the_server_file_tools_are_fenced_even_without_the_path_guard() {
             .unwrap();
         common::envelope(&out)
     };
+    let write = |f: &Fixture| {
+        unguarded(
+            f,
+            "write",
+            json!({"file_path": target(f), "content": "escaped\n"}),
+        )
+    };
     // The hook works: with Landlock off, the write escapes (so this test can fail).
     let open = Fixture::new().with_profile("[landlock]\nmode = \"off\"\n");
-    let env = call(&open);
+    let env = write(&open);
     assert_eq!(env["ok"], true, "{env:#}");
     assert!(target(&open).exists());
     // With Landlock on, the kernel refuses it and nothing is created.
     let f = fenced(Fixture::new(), "");
-    let env = call(&f);
+    let env = write(&f);
     assert_eq!(env["code"], "path_denied", "{env:#}");
     assert!(
         text(&env).contains("writes are allowed only under"),
         "{env:#}"
     );
     assert!(!target(&f).exists());
-    let mut read = String::new();
-    let args = json!({"file_path": f.root.join("profile.toml")}).to_string();
-    let out = f
-        .command(&[
-            "call",
-            "read_file",
-            "--args",
-            &args,
-            "--profile",
-            f.profile.as_ref().unwrap().to_str().unwrap(),
-        ])
-        .env("WHALEBOX_TEST_DISABLE_PATH_GUARD", "1")
-        .output()
-        .unwrap();
-    out.stdout.as_slice().read_to_string(&mut read).unwrap();
-    assert!(read.contains("\"ok\":false"), "{read}");
+    // Reads outside every root are refused by the kernel too.
+    let env = unguarded(
+        &f,
+        "read_file",
+        json!({"file_path": f.root.join("profile.toml")}),
+    );
+    assert_eq!(env["code"], "path_denied", "{env:#}");
 }
 
 #[test]
