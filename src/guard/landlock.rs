@@ -161,7 +161,8 @@ pub struct Extras {
     pub private: Vec<PathBuf>,
     /// Programs and their trees the server runs (its own binary, the gated zsh).
     pub programs: Vec<PathBuf>,
-    /// Single files the server appends to (audit log, approvals file).
+    /// Single files the server appends to (audit log, approvals file); created empty
+    /// by [`Sandbox::create_files`] just before the server enters the sandbox.
     pub files: Vec<PathBuf>,
 }
 
@@ -191,9 +192,6 @@ impl Sandbox {
         for p in &extras.programs {
             add(p, Grant::ReadExec);
         }
-        for p in &extras.files {
-            add(p, Grant::Device);
-        }
         for p in profile.read_roots.iter().chain(&profile.skills.dirs) {
             add(p, Grant::Read);
         }
@@ -206,6 +204,10 @@ impl Sandbox {
         for p in &l.rw {
             add(p, Grant::Full);
         }
+        // Created when the sandbox is entered (Sandbox::create_files), so not yet there.
+        for p in &extras.files {
+            paths.push((p.clone(), Grant::Device));
+        }
         Some(Sandbox {
             mode: l.mode,
             min_abi: l.min_abi,
@@ -214,6 +216,21 @@ impl Sandbox {
             connect: l.connect.clone(),
             bind: l.bind.clone(),
         })
+    }
+
+    /// Create the single files the sandbox grants (an empty file if missing): a file
+    /// that does not exist when the ruleset is built cannot be granted.
+    pub fn create_files(&self) -> Result<(), String> {
+        for (path, grant) in &self.paths {
+            if *grant == Grant::Device && !path.starts_with("/dev") {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            }
+        }
+        Ok(())
     }
 
     /// What applying `layer` on this kernel enforces and drops (nothing is applied).

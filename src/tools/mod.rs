@@ -177,7 +177,7 @@ impl Env {
 
     /// The fences from the profile plus what this server itself must reach: its private
     /// directories, its own binary, the shells it may start, and the log files it
-    /// appends to (created now, empty).
+    /// appends to (created when it enters the sandbox).
     fn build_sandbox(&self) -> Result<Option<Sandbox>, CatalogError> {
         if self.profile.landlock.mode == crate::profile::LandlockMode::Off {
             return Ok(None);
@@ -220,16 +220,7 @@ impl Env {
                 &self.profile.shell.audit_log,
                 &self.profile.shell.approvals_file,
             ];
-            for file in files.into_iter().flatten() {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(file)
-                    .map_err(|e| {
-                        CatalogError::Sandbox(format!("cannot open {}: {e}", file.display()))
-                    })?;
-                extras.files.push(file.clone());
-            }
+            extras.files.extend(files.into_iter().flatten().cloned());
         }
         let sandbox = Sandbox::from_profile(&self.profile, &extras);
         if let Some(s) = &sandbox {
@@ -244,7 +235,10 @@ impl Env {
     /// calling thread and what it starts afterwards.
     pub fn enter_sandbox(&self) -> Result<&Status, String> {
         let status = match &self.sandbox {
-            Some(s) => s.apply(Layer::Server)?,
+            Some(s) => {
+                s.create_files()?;
+                s.apply(Layer::Server)?
+            }
             None => Status::off(),
         };
         Ok(self.sandbox_status.get_or_init(|| status))
