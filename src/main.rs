@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
 use whalebox::core::{CallContext, Code, Envelope, Registry};
-use whalebox::profile::{LoadOptions, Profile};
+use whalebox::profile::{LoadOptions, Profile, RelativeTo};
 use whalebox::tools::{self, Env, Session};
 
 const EXIT_TOOL_ERROR: u8 = 1;
@@ -28,7 +28,13 @@ const EXIT_USAGE: u8 = 2;
     long_about = "whalebox serves file, search, edit and shell tools to an LLM agent over MCP (stdio), or runs \
                   one call from the command line. A TOML profile says which tool groups are on, \
                   where the workspace is and which extra roots may be read; without --profile \
-                  the embedded default is used (the current directory, local tools on)."
+                  the embedded default is used (the current directory, local tools on).",
+    after_long_help = "Environment:\n  \
+        WHALEBOX_PROFILE      the profile file, when --profile is not given\n  \
+        WHALEBOX_POLICY       the exec policy file, replacing the profile's `policy`\n  \
+        WHALEBOX_RELATIVE_TO  `workspace`: relative paths in the profile mean the workspace\n  \
+        WHALEBOX_ZSH          the gated zsh (the Nix package sets it)\n  \
+        RUST_LOG              log filter for stderr (default: whalebox=info when serving)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -38,11 +44,24 @@ struct Cli {
 #[derive(Args, Clone, Default)]
 struct ProfileArgs {
     /// Profile file (TOML). Without it the embedded default profile is used.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "WHALEBOX_PROFILE")]
     profile: Option<PathBuf>,
     /// Workspace directory, overriding the profile's `workspace`.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    /// Exec policy file, replacing the profile's `policy`.
+    #[arg(long, value_name = "FILE", env = "WHALEBOX_POLICY")]
+    policy: Option<PathBuf>,
+    /// What relative paths in the profile mean: the profile file's directory, or the
+    /// workspace (for a profile copied elsewhere, e.g. into the Nix store).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "BASE",
+        env = "WHALEBOX_RELATIVE_TO",
+        default_value = "profile"
+    )]
+    relative_to: RelativeTo,
 }
 
 impl ProfileArgs {
@@ -50,6 +69,8 @@ impl ProfileArgs {
         LoadOptions {
             profile: self.profile.clone(),
             workspace: self.workspace.clone(),
+            policy: self.policy.clone(),
+            relative_to: self.relative_to,
         }
     }
 }
@@ -124,6 +145,21 @@ enum Command {
         #[command(flatten)]
         profile: ProfileArgs,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "Examples:\n  \
+        whalebox completions bash > ~/.local/share/bash-completion/completions/whalebox\n  \
+        whalebox completions zsh > \"${fpath[1]}/_whalebox\"\n  \
+        whalebox completions fish > ~/.config/fish/completions/whalebox.fish")]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout, or write one page per command into --dir.
+    Man {
+        /// Write whalebox.1 and whalebox-COMMAND.1 pages into this directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -133,9 +169,7 @@ enum PolicyCommand {
         after_help = "Example:\n  whalebox policy check --policy policies/default.toml -- git push origin main"
     )]
     Check {
-        /// Policy file (default: the profile's, else the embedded default policy).
-        #[arg(long, value_name = "FILE")]
-        policy: Option<PathBuf>,
+        /// --policy FILE, else the profile's policy, else the embedded default policy.
         #[command(flatten)]
         profile: ProfileArgs,
         /// The command: program and arguments.
@@ -147,18 +181,22 @@ enum PolicyCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Print the JSON Schema of policy files (for editors: taplo, `#:schema`).
+    Schema,
 }
 
 #[derive(Subcommand)]
 enum ProfileCommand {
-    /// Validate a profile (default: the embedded one) and print the effective profile as JSON.
+    /// Validate a profile (default: --profile, else the embedded one) and its exec policy,
+    /// and print the effective profile as JSON.
     Check {
-        /// Profile file to check.
+        /// Profile file to check (instead of --profile).
         file: Option<PathBuf>,
-        /// Workspace directory, overriding the profile's `workspace`.
-        #[arg(long, value_name = "DIR")]
-        workspace: Option<PathBuf>,
+        #[command(flatten)]
+        profile: ProfileArgs,
     },
+    /// Print the JSON Schema of profile files (for editors: taplo, `#:schema`).
+    Schema,
 }
 
 fn main() -> ExitCode {
@@ -320,6 +358,13 @@ fn init_logging(serving: bool) {
 
 /// The commands that need neither the sandbox nor the async runtime.
 fn run(command: Command) -> ExitCode {
+    // These print for people and pipes: `whalebox man | head` ends quietly, as other
+    // command-line tools do, instead of failing on the broken pipe.
+    // SAFETY: restoring the default disposition; no handler runs.
+    unsafe {
+        use nix::sys::signal::{SigHandler, Signal, signal};
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
     match command {
         Command::Serve { .. }
         | Command::Call { .. }
@@ -328,22 +373,66 @@ fn run(command: Command) -> ExitCode {
         Command::Doctor { json, profile } => doctor(json, &profile),
         Command::Tools { json, profile } => list_tools(json, &profile),
         Command::Policy {
-            command:
-                PolicyCommand::Check {
-                    policy,
-                    profile,
-                    command,
-                },
-        } => policy_check(policy, &profile, &command),
+            command: PolicyCommand::Check { profile, command },
+        } => policy_check(&profile, &command),
         Command::Policy {
             command: PolicyCommand::Test { files },
         } => policy_test(&files),
+        Command::Policy {
+            command: PolicyCommand::Schema,
+        } => print_json(&whalebox::policy::json_schema()),
         Command::Profile {
-            command: ProfileCommand::Check { file, workspace },
-        } => check_profile(ProfileArgs {
-            profile: file,
-            workspace,
-        }),
+            command: ProfileCommand::Check { file, mut profile },
+        } => {
+            profile.profile = file.or(profile.profile);
+            check_profile(profile)
+        }
+        Command::Profile {
+            command: ProfileCommand::Schema,
+        } => print_json(&whalebox::profile::json_schema()),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "whalebox",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
+        Command::Man { dir } => man_pages(dir),
+    }
+}
+
+fn print_json(value: &Value) -> ExitCode {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("whalebox: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `whalebox man`: the top page on stdout, or every command's page into `dir`.
+fn man_pages(dir: Option<PathBuf>) -> ExitCode {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let written = match &dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(command, dir))
+        }
+        None => clap_mangen::Man::new(command).render(&mut std::io::stdout()),
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("whalebox: cannot write the man page: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -570,9 +659,9 @@ async fn shutdown_signal() -> &'static str {
     }
 }
 
-fn policy_check(file: Option<PathBuf>, profile: &ProfileArgs, command: &[String]) -> ExitCode {
-    let path = match file {
-        Some(f) => Some(f),
+fn policy_check(profile: &ProfileArgs, command: &[String]) -> ExitCode {
+    let path = match &profile.policy {
+        Some(f) => Some(f.clone()),
         None if profile.profile.is_some() => match Profile::load(&profile.load_options()) {
             Ok(p) => p.policy,
             Err(e) => {

@@ -288,3 +288,167 @@ fn help_is_useful_on_every_command() {
     let out = f.command(&["call"]).output().unwrap();
     assert_eq!(code(&out), 2, "missing tool name is a usage error");
 }
+
+#[test]
+fn completions_and_man_pages_come_from_the_cli_definitions() {
+    let f = Fixture::new();
+    let stdout = |args: &[&str]| {
+        let out = f.command(args).output().unwrap();
+        assert_eq!(
+            code(&out),
+            0,
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let bash = stdout(&["completions", "bash"]);
+    // Loaded into a real bash, the script completes `whalebox se<TAB>` and
+    // `whalebox policy <TAB>`.
+    let script = f.root.join("whalebox.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let complete = |line: &str| {
+        let words: Vec<&str> = line.split(' ').collect();
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source {} && COMP_WORDS=({line}) COMP_CWORD={} COMP_LINE='{line}' COMP_POINT={} \
+                 && _whalebox whalebox '{}' '{}' && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                script.display(),
+                words.len() - 1,
+                line.len(),
+                words[words.len() - 1],
+                words[words.len() - 2],
+            ))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(complete("whalebox se").trim(), "serve");
+    let policy = complete("whalebox policy ''");
+    for sub in ["check", "test", "schema"] {
+        assert!(policy.lines().any(|l| l == sub), "{policy}");
+    }
+    for sub in ["serve", "run", "shell", "policy", "profile", "completions"] {
+        assert!(bash.contains(sub), "bash completion knows `{sub}`");
+    }
+    assert!(stdout(&["completions", "zsh"]).starts_with("#compdef whalebox"));
+    assert!(stdout(&["completions", "fish"]).contains("complete -c whalebox"));
+    let out = f.command(&["completions", "tcsh"]).output().unwrap();
+    assert_eq!(code(&out), 2, "an unknown shell is a usage error");
+
+    let page = stdout(&["man"]);
+    assert!(page.contains(".TH whalebox 1"), "{page}");
+    assert!(page.contains("serve"), "{page}");
+    assert!(page.contains("WHALEBOX_PROFILE"), "{page}");
+    let dir = f.root.join("man");
+    stdout(&["man", "--dir", dir.to_str().unwrap()]);
+    let serve = std::fs::read_to_string(dir.join("whalebox-serve.1")).unwrap();
+    assert!(serve.contains("\\-\\-profile"), "{serve}");
+    assert!(dir.join("whalebox-policy-test.1").exists());
+}
+
+/// TOML parsed as JSON, as an editor's schema validation sees it.
+fn toml_as_json(text: &str) -> serde_json::Value {
+    let value: toml::Value = toml::from_str(text).unwrap();
+    serde_json::to_value(value).unwrap()
+}
+
+#[test]
+fn schemas_accept_the_shipped_files_and_reject_typos() {
+    let f = Fixture::new();
+    let schema = |what: &str| -> jsonschema::Validator {
+        let out = f.command(&[what, "schema"]).output().unwrap();
+        assert_eq!(code(&out), 0);
+        let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        jsonschema::validator_for(&schema).unwrap()
+    };
+    let profile = schema("profile");
+    let policy = schema("policy");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut profiles = vec![root.join("src/profile/default.toml")];
+    let mut policies = vec![root.join("src/policy/default.toml")];
+    for entry in std::fs::read_dir(root.join("policies")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            policies.push(path);
+        }
+    }
+    for entry in std::fs::read_dir(root.join("policies/profiles")).unwrap() {
+        profiles.push(entry.unwrap().path());
+    }
+    for (validator, files) in [(&profile, &profiles), (&policy, &policies)] {
+        for file in files {
+            let doc = toml_as_json(&std::fs::read_to_string(file).unwrap());
+            let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", file.display());
+        }
+    }
+    for bad in [
+        "landlok = {}",
+        "[landlock]\nmode = \"strict\"\n",
+        "[shell]\nmax_tasks = \"many\"\n",
+    ] {
+        assert!(!profile.is_valid(&toml_as_json(bad)), "accepted {bad:?}");
+    }
+    for bad in [
+        "default = \"allow\"\n",
+        "version = 1\n[[rule]]\npattern = [\"git\"]\ndecison = \"deny\"\n",
+        "version = 1\n[[rule]]\npattern = [\"git\"]\ndecision = \"maybe\"\n",
+    ] {
+        assert!(!policy.is_valid(&toml_as_json(bad)), "accepted {bad:?}");
+    }
+}
+
+#[test]
+fn a_baked_in_profile_can_mean_the_working_directory() {
+    // As lib.mkSandbox's wrapper runs it: the profile and policy live in the Nix store,
+    // the workspace is wherever the command runs.
+    let f = Fixture::new();
+    let store = f.outside.join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(
+        store.join("whalebox.toml"),
+        "workspace = \".\"\nread_roots = [\"vendor-cache\"]\n[landlock]\nignore_missing = false\n",
+    )
+    .unwrap();
+    std::fs::write(store.join("ci.toml"), "version = 1\ndefault = \"allow\"\n").unwrap();
+    // read_roots = ["vendor-cache"] means <workspace>/vendor-cache, which is missing
+    // here: relative to the workspace, not to the profile's directory.
+    let check = |relative_to: &str| {
+        f.command(&["profile", "check"])
+            .env("WHALEBOX_PROFILE", store.join("whalebox.toml"))
+            .env("WHALEBOX_POLICY", store.join("ci.toml"))
+            .env("WHALEBOX_RELATIVE_TO", relative_to)
+            .output()
+            .unwrap()
+    };
+    let out = check("workspace");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{err}");
+    assert!(
+        err.contains(&f.ws.join("vendor-cache").display().to_string()),
+        "{err}"
+    );
+    std::fs::write(
+        store.join("whalebox.toml"),
+        "workspace = \".\"\npolicy = \"policies/unused.toml\"\n",
+    )
+    .unwrap();
+    let out = check("workspace");
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["workspace"], f.ws.to_str().unwrap());
+    assert_eq!(report["policy"], store.join("ci.toml").to_str().unwrap());
+    // By default relative paths follow the profile file, as before.
+    let out = check("profile");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["workspace"], store.to_str().unwrap());
+    // A --policy that does not exist is an error naming it.
+    let out = f
+        .command(&["profile", "check", "--policy", "nope.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope.toml: no such file"));
+}

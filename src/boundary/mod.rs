@@ -32,11 +32,15 @@ struct Request {
 }
 
 /// Who settles an `ask` when nobody can be asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OnAsk {
+    /// Refuse the exec (the result says `approval_needed`).
     #[default]
     Deny,
+    /// Run it (CI jobs that trust their policy's `ask` rules).
     Allow,
 }
 

@@ -11,11 +11,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::shell::classify;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
+    /// Run it.
     Allow,
+    /// Ask the person (elicitation, or the terminal); `on_ask` decides when nobody can answer.
     Ask,
+    /// Refuse it.
     Deny,
 }
 
@@ -29,35 +34,56 @@ impl Decision {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// A policy file as written. (The doc comments are the descriptions editors show:
+/// `whalebox policy schema`.)
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "whalebox exec policy")]
 struct PolicyFile {
+    /// The format version: 1.
+    #[schemars(range(min = 1, max = 1))]
     version: u32,
+    /// The decision when no rule matches (default: ask).
     default: Option<Decision>,
+    /// More policy files whose rules join these, relative to this file.
     #[serde(default)]
     include: Vec<String>,
+    /// With default = "ask": allow what the read-only classifier is sure of.
     allow_read_only: Option<bool>,
+    /// The rules; every matching rule counts and the strictest wins (deny > ask > allow).
     #[serde(default)]
     rule: Vec<RuleFile>,
 }
 
-#[derive(Debug, Deserialize)]
+/// One pattern position: a word, or a list of alternatives.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum Token {
     One(String),
     Any(Vec<String>),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RuleFile {
+    /// The program (basename or absolute path), then an argv prefix; a list at a
+    /// position means any of them: ["git", ["push", "reset"]].
+    #[schemars(with = "Vec<Token>", length(min = 1))]
     pattern: toml::Spanned<Vec<Token>>,
     decision: Decision,
+    /// Why: shown with every denial and question.
     justification: Option<String>,
+    /// Commands this rule must match, checked when the file loads.
     #[serde(default, rename = "match")]
     matches: Vec<String>,
+    /// Commands this rule must not match, checked when the file loads.
     #[serde(default)]
     not_match: Vec<String>,
+}
+
+/// The JSON Schema of a policy file, for editors (`whalebox policy schema`).
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(PolicyFile)).unwrap_or_default()
 }
 
 /// One rule, with where it was written.

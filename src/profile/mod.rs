@@ -8,6 +8,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The embedded default profile, used when no `--profile` is given.
@@ -39,14 +40,21 @@ pub enum ProfileError {
     Invalid { file: String, message: String },
 }
 
-/// The file as written: every key optional, unknown keys rejected.
-#[derive(Debug, Default, Deserialize)]
+/// The file as written: every key optional, unknown keys rejected. (The doc comments
+/// here are the descriptions editors show: `whalebox profile schema`.)
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "whalebox profile")]
 struct ProfileFile {
+    /// The directory the agent works in (read and write). Relative: against the profile
+    /// file's directory (or, for a profile baked into a Nix wrapper, the working directory).
     workspace: Option<String>,
+    /// Enabled tool groups: files, search, edit, shell.
     tools: Option<Vec<String>>,
+    /// Approved read-only roots outside the workspace (absolute, `~/…` or relative).
     #[serde(default)]
     read_roots: Vec<String>,
+    /// The exec policy file (TOML, `whalebox policy schema`); default: the embedded policy.
     policy: Option<String>,
     #[serde(default)]
     skills: SkillsFile,
@@ -60,18 +68,28 @@ struct ProfileFile {
     landlock: LandlockFile,
 }
 
-/// `[landlock]` as written (paths still unexpanded).
-#[derive(Debug, Clone, Deserialize)]
+/// `[landlock]` as written (paths still unexpanded): kernel fences for the server and
+/// every command it runs.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 struct LandlockFile {
+    /// enforce: every fence or nothing runs; best-effort: what the kernel can do; off.
     mode: LandlockMode,
+    /// With mode = "enforce": the lowest Landlock ABI accepted.
     min_abi: u8,
+    /// TCP for commands: allow, or deny but the `connect` / `bind` ports.
     network: NetworkMode,
+    /// TCP ports commands may connect to when network = "deny".
     connect: Vec<u16>,
+    /// TCP ports commands may bind when network = "deny".
     bind: Vec<u16>,
+    /// Extra read-only paths (absolute or `~/…`).
     ro: Vec<String>,
+    /// Extra read-and-execute paths (absolute or `~/…`).
     rox: Vec<String>,
+    /// Extra read-write paths (absolute or `~/…`).
     rw: Vec<String>,
+    /// Skip a missing read root or extra path with a warning (false: an error).
     ignore_missing: bool,
 }
 
@@ -111,7 +129,7 @@ const DEFAULT_TOOLCHAIN_DIRS: &[&str] = &[
 const DEFAULT_READ_FILES: &[&str] = &["~/.gitconfig", "~/.config/git"];
 
 /// `[landlock] mode`.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum LandlockMode {
     /// Every fence the profile asks for, or nothing runs.
@@ -123,7 +141,7 @@ pub enum LandlockMode {
 }
 
 /// `[landlock] network` for shell commands.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum NetworkMode {
     #[default]
@@ -146,14 +164,17 @@ pub struct LandlockSection {
     pub ignore_missing: bool,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `[skills]`: where SKILL.md skills are discovered.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SkillsFile {
+    /// Skill directories (relative ones: in the workspace); default
+    /// [".agents/skills", "~/.agents/skills"].
     dirs: Option<Vec<String>>,
 }
 
 /// `[output]`: limits on what one result shows the model.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutputSection {
     /// Characters of `text` one result may show; head and tail are kept around a marker.
@@ -167,7 +188,7 @@ impl Default for OutputSection {
 }
 
 /// `[edit]`: how the edit group guards files.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct EditSection {
     /// `write` over an existing file needs the file to have been read (or written) in
@@ -188,7 +209,7 @@ impl Default for EditSection {
 }
 
 /// `[shell]`: how shell_run starts commands and how many it keeps.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ShellSection {
     /// The shell (a path, or a name looked up in PATH); default: zsh, else bash, else sh.
@@ -207,8 +228,9 @@ pub struct ShellSection {
     pub max_yield_ms: u64,
     /// Output kept per task (head and tail).
     pub buffer_bytes: usize,
-    /// PTY size.
+    /// PTY rows.
     pub pty_rows: u16,
+    /// PTY columns.
     pub pty_cols: u16,
     /// The gated zsh (default: $WHALEBOX_ZSH, next to whalebox, or target/zsh/bin/zsh).
     pub zsh: Option<String>,
@@ -223,12 +245,15 @@ pub struct ShellSection {
     pub approvals_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExecBoundary {
+    /// No gated zsh: the shell tools refuse.
     Required,
+    /// No gated zsh: run ungated and say so in every result.
     #[default]
     BestEffort,
+    /// The plain shell, no exec policy.
     Off,
 }
 
@@ -320,11 +345,27 @@ pub struct Profile {
     pub warnings: Vec<String>,
 }
 
-/// How to find the profile: the CLI's `--profile` and `--workspace`.
+/// How to find the profile: the CLI's `--profile`, `--workspace`, `--policy` and
+/// `--relative-to`.
 #[derive(Debug, Default, Clone)]
 pub struct LoadOptions {
     pub profile: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
+    /// A policy file that replaces the profile's `policy`.
+    pub policy: Option<PathBuf>,
+    pub relative_to: RelativeTo,
+}
+
+/// What relative paths in a profile file mean.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RelativeTo {
+    /// The profile file's directory: a profile kept in the repository it configures.
+    #[default]
+    Profile,
+    /// The workspace (a relative `workspace` itself: the working directory), as for the
+    /// embedded default. For a profile copied away from its repository, such as into
+    /// the Nix store by `lib.mkSandbox`.
+    Workspace,
 }
 
 impl Profile {
@@ -341,10 +382,33 @@ impl Profile {
                     file: file.display().to_string(),
                     source,
                 })?;
-                Self::parse(&text, Some(&file), &cwd, opts.workspace.as_deref())
+                Self::parse_relative(
+                    &text,
+                    Some(&file),
+                    &cwd,
+                    opts.workspace.as_deref(),
+                    opts.relative_to,
+                )
             }
             None => Self::parse(EMBEDDED_DEFAULT, None, &cwd, opts.workspace.as_deref()),
         }
+        .and_then(|mut profile| {
+            if let Some(policy) = &opts.policy {
+                let policy = absolute(&cwd, policy);
+                if !policy.is_file() {
+                    return Err(ProfileError::Invalid {
+                        file: profile.source_name(),
+                        message: format!(
+                            "--policy {}: no such file; give an exec policy file (TOML)",
+                            policy.display()
+                        ),
+                    });
+                }
+                profile.warnings.retain(|w| !w.starts_with("policy file "));
+                profile.policy = Some(policy);
+            }
+            Ok(profile)
+        })
     }
 
     /// Parse profile `text`. `file` is where it came from (`None`: embedded); `cwd`
@@ -354,6 +418,17 @@ impl Profile {
         file: Option<&Path>,
         cwd: &Path,
         workspace_override: Option<&Path>,
+    ) -> Result<Profile, ProfileError> {
+        Self::parse_relative(text, file, cwd, workspace_override, RelativeTo::Profile)
+    }
+
+    /// [`Profile::parse`], with relative paths meaning what `relative_to` says.
+    pub fn parse_relative(
+        text: &str,
+        file: Option<&Path>,
+        cwd: &Path,
+        workspace_override: Option<&Path>,
+        relative_to: RelativeTo,
     ) -> Result<Profile, ProfileError> {
         let name = file
             .map(|f| f.display().to_string())
@@ -372,7 +447,10 @@ impl Profile {
             message,
         };
         let home = std::env::home_dir();
-        let profile_dir = file.and_then(Path::parent).map(Path::to_path_buf);
+        let profile_dir = match relative_to {
+            RelativeTo::Profile => file.and_then(Path::parent).map(Path::to_path_buf),
+            RelativeTo::Workspace => None,
+        };
 
         // The workspace first: the embedded default resolves against it.
         let workspace = match (workspace_override, &raw.workspace, &profile_dir) {
@@ -533,6 +611,17 @@ impl Profile {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "<embedded default profile>".into())
     }
+}
+
+/// The JSON Schema of a profile file, for editors (`whalebox profile schema`).
+pub fn json_schema() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(ProfileFile)).unwrap_or_default();
+    schema["description"] = serde_json::Value::String(
+        "A whalebox profile: the tool groups, the workspace and read roots, the exec policy, \
+         the shell and the Landlock fences. Every key is optional."
+            .into(),
+    );
+    schema
 }
 
 /// 1-based line and column of byte `offset` in `text`.

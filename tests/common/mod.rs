@@ -71,7 +71,11 @@ impl Fixture {
         cmd.args(args)
             .current_dir(&self.ws)
             .env("HOME", &self.home)
-            .env_remove("RUST_LOG");
+            .env_remove("RUST_LOG")
+            // A baked-in profile (a Nix wrapper, a sandbox devShell) must not leak in.
+            .env_remove("WHALEBOX_PROFILE")
+            .env_remove("WHALEBOX_POLICY")
+            .env_remove("WHALEBOX_RELATIVE_TO");
         cmd
     }
 
