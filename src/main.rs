@@ -71,6 +71,7 @@ impl ProfileArgs {
             workspace: self.workspace.clone(),
             policy: self.policy.clone(),
             relative_to: self.relative_to,
+            extra_ro: Vec::new(),
         }
     }
 }
@@ -136,6 +137,10 @@ enum Command {
     Run {
         #[command(flatten)]
         profile: ProfileArgs,
+        /// A file or directory the command may read besides the profile's sets, such as
+        /// the script a CI runner wrote outside the workspace (repeatable).
+        #[arg(long = "ro", value_name = "PATH")]
+        ro: Vec<PathBuf>,
         /// The command: program and arguments.
         #[arg(last = true, required = true)]
         command: Vec<OsString>,
@@ -194,6 +199,11 @@ enum ProfileCommand {
         file: Option<PathBuf>,
         #[command(flatten)]
         profile: ProfileArgs,
+        /// Check the files, not this machine: a `[landlock] mode = "enforce"` this kernel
+        /// cannot keep is reported, not an error (for checks that run on a build machine,
+        /// such as lib.mkSandbox's).
+        #[arg(long)]
+        files_only: bool,
     },
     /// Print the JSON Schema of profile files (for editors: taplo, `#:schema`).
     Schema,
@@ -240,16 +250,28 @@ fn main() -> ExitCode {
             };
             with_runtime(call(&tool, raw, registry, env))
         }
-        Command::Run { profile, command } => {
-            run_sandboxed(&profile, whalebox::runner::What::Command(command))
+        Command::Run {
+            profile,
+            ro,
+            command,
+        } => run_sandboxed(&profile, ro, whalebox::runner::What::Command(command)),
+        Command::Shell { profile } => {
+            run_sandboxed(&profile, Vec::new(), whalebox::runner::What::Shell)
         }
-        Command::Shell { profile } => run_sandboxed(&profile, whalebox::runner::What::Shell),
         other => run(other),
     }
 }
 
-fn run_sandboxed(profile: &ProfileArgs, what: whalebox::runner::What) -> ExitCode {
-    let (_registry, env) = match setup_sandboxed(profile, Session::OneShot) {
+fn run_sandboxed(
+    profile: &ProfileArgs,
+    extra_ro: Vec<PathBuf>,
+    what: whalebox::runner::What,
+) -> ExitCode {
+    let mut options = profile.load_options();
+    options.extra_ro = extra_ro;
+    let (_registry, env) = match setup_with(&options, Session::OneShot)
+        .and_then(|(registry, env)| enter_sandbox(env).map(|env| (registry, env)))
+    {
         Ok(ok) => ok,
         Err(code) => return code,
     };
@@ -333,10 +355,14 @@ fn with_runtime(job: impl std::future::Future<Output = ExitCode>) -> ExitCode {
 /// [`setup`], then enter the sandbox (exit 2 when the profile's fences cannot hold).
 fn setup_sandboxed(args: &ProfileArgs, session: Session) -> Result<(Registry, Arc<Env>), ExitCode> {
     let (registry, env) = setup(args, session)?;
+    Ok((registry, enter_sandbox(env)?))
+}
+
+fn enter_sandbox(env: Arc<Env>) -> Result<Arc<Env>, ExitCode> {
     match env.enter_sandbox() {
         Ok(status) => {
             tracing::info!("{}", status.summary());
-            Ok((registry, env))
+            Ok(env)
         }
         Err(e) => {
             eprintln!("whalebox: sandbox: {e}");
@@ -382,10 +408,15 @@ fn run(command: Command) -> ExitCode {
             command: PolicyCommand::Schema,
         } => print_json(&whalebox::policy::json_schema()),
         Command::Profile {
-            command: ProfileCommand::Check { file, mut profile },
+            command:
+                ProfileCommand::Check {
+                    file,
+                    mut profile,
+                    files_only,
+                },
         } => {
             profile.profile = file.or(profile.profile);
-            check_profile(profile)
+            check_profile(profile, files_only)
         }
         Command::Profile {
             command: ProfileCommand::Schema,
@@ -438,7 +469,11 @@ fn man_pages(dir: Option<PathBuf>) -> ExitCode {
 
 /// Load the profile and build the registry, or explain on stderr why not.
 fn setup(args: &ProfileArgs, session: Session) -> Result<(Registry, Arc<Env>), ExitCode> {
-    let profile = Profile::load(&args.load_options()).map_err(|e| {
+    setup_with(&args.load_options(), session)
+}
+
+fn setup_with(options: &LoadOptions, session: Session) -> Result<(Registry, Arc<Env>), ExitCode> {
+    let profile = Profile::load(options).map_err(|e| {
         eprintln!("whalebox: profile error: {e}");
         ExitCode::from(EXIT_USAGE)
     })?;
@@ -600,10 +635,31 @@ fn list_tools(as_json: bool, profile: &ProfileArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn check_profile(args: ProfileArgs) -> ExitCode {
-    let (registry, env) = match setup(&args, Session::OneShot) {
+fn check_profile(args: ProfileArgs, files_only: bool) -> ExitCode {
+    let mut profile = match Profile::load(&args.load_options()) {
+        Ok(profile) => profile,
+        Err(e) => {
+            eprintln!("whalebox: profile error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if files_only && profile.landlock.mode == whalebox::profile::LandlockMode::Enforce {
+        // Build the session as best-effort so this kernel's ABI is not held against it.
+        profile.landlock.mode = whalebox::profile::LandlockMode::BestEffort;
+        profile.warnings.push(
+            "[landlock] mode = \"enforce\" was not checked against this kernel (--files-only)"
+                .into(),
+        );
+    }
+    for warning in &profile.warnings {
+        tracing::warn!("{}: {warning}", profile.source_name());
+    }
+    let (registry, env) = match tools::build_session(profile, Session::OneShot) {
         Ok(ok) => ok,
-        Err(code) => return code,
+        Err(e) => {
+            eprintln!("whalebox: profile error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
     };
     let mut report = match serde_json::to_value(&env.profile) {
         Ok(v) => v,

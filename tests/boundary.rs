@@ -38,7 +38,10 @@ fn every_way_to_run_a_denied_program_is_denied() {
     std::fs::write(f.ws.join("noshebang.sh"), "touch made-by-noshebang\n").unwrap();
     std::fs::write(
         f.ws.join("envzsh.sh"),
-        "#!/usr/bin/env zsh\ntouch made-by-envzsh\n",
+        format!(
+            "#!{} zsh\ntouch made-by-envzsh\n",
+            common::system_program("env").display()
+        ),
     )
     .unwrap();
     for s in ["noshebang.sh", "envzsh.sh"] {
@@ -48,13 +51,12 @@ fn every_way_to_run_a_denied_program_is_denied() {
         std::fs::set_permissions(&p, perm).unwrap();
     }
     let z = zsh.display();
+    let touch = common::system_program("touch");
+    let touch = touch.display();
     let battery: Vec<(&str, String)> = vec![
         ("direct", "touch made-direct".into()),
-        ("absolute", "/usr/bin/touch made-absolute".into()),
-        (
-            "copy",
-            "cp /usr/bin/touch ./touch && ./touch made-copy".into(),
-        ),
+        ("absolute", format!("{touch} made-absolute")),
+        ("copy", format!("cp {touch} ./touch && ./touch made-copy")),
         ("exec", "exec touch made-exec".into()),
         ("command", "command touch made-command".into()),
         ("builtin", "builtin command touch made-builtin".into()),
@@ -84,7 +86,7 @@ fn every_way_to_run_a_denied_program_is_denied() {
             "env -u",
             "env -u WHALEBOX_GATE_SOCKET touch made-env-u".into(),
         ),
-        ("env -i", "env -i /usr/bin/touch made-env-i".into()),
+        ("env -i", format!("env -i {touch} made-env-i")),
         ("env", "env touch made-env".into()),
         ("nested zsh", format!("{z} -fc 'touch made-nested'")),
         ("#!/usr/bin/env zsh", "./envzsh.sh".into()),
@@ -93,11 +95,14 @@ fn every_way_to_run_a_denied_program_is_denied() {
         ("nice", "nice touch made-nice".into()),
         ("timeout", "timeout 5 touch made-timeout".into()),
     ];
+    let path = format!(
+        "{zsh_dir}:{}",
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+    );
     for (name, command) in &battery {
         let (_, env) = f.call(
             "shell_run",
-            &json!({"command": command, "env": {"PATH": format!("{zsh_dir}:/usr/bin:/bin")}})
-                .to_string(),
+            &json!({"command": command, "env": {"PATH": path}}).to_string(),
         );
         let t = text(&env);
         // A refused exec makes the result `denied_by_policy`, naming the rule; a shell
@@ -135,7 +140,7 @@ fn every_way_to_run_a_denied_program_is_denied() {
     assert!(audit.lines().count() >= battery.len());
     let first: serde_json::Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
     assert_eq!(first["decision"], "deny");
-    assert_eq!(first["program"], "/usr/bin/touch");
+    assert_eq!(first["program"], touch.to_string());
     assert!(
         first["task_id"]
             .as_str()
@@ -184,9 +189,10 @@ fn refused_modules_and_readonly_variables() {
 #[test]
 fn allowed_programs_keep_their_output_and_exit_codes() {
     let f = fixture();
+    let echo = common::system_program("echo");
     let env = f.ok(
         "shell_run",
-        &json!({"command": "echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; /bin/echo ${(l:100000::x:)} ${(l:100000::x:)} ${(l:100000::x:)} | wc -c; sh -c 'exit 7'"})
+        &json!({"command": format!("echo hi; ls -d .; printf 'a\\nb\\n' | wc -l; false; echo rc=$?; {} ${{(l:100000::x:)}} ${{(l:100000::x:)}} ${{(l:100000::x:)}} | wc -c; sh -c 'exit 7'", echo.display())})
             .to_string(),
     );
     assert_eq!(env["data"]["exit_code"], 7);
@@ -199,17 +205,22 @@ fn allowed_programs_keep_their_output_and_exit_codes() {
 #[test]
 fn whalebox_gate_asks_the_same_server_for_execs_that_are_not_zsh() {
     let f = fixture();
+    let (echo, touch) = (
+        common::system_program("echo"),
+        common::system_program("touch"),
+    );
     let env = f.err(
         "shell_run",
-        &json!({"command": "\"$WHALEBOX_GATE\" --whalebox-gate '' /bin/echo echo via-gate; \
-            \"$WHALEBOX_GATE\" --whalebox-gate '' /usr/bin/touch touch made-via-gate; echo gate=$?"})
+        &json!({"command": format!("\"$WHALEBOX_GATE\" --whalebox-gate '' {} echo via-gate; \
+            \"$WHALEBOX_GATE\" --whalebox-gate '' {} touch made-via-gate; echo gate=$?",
+            echo.display(), touch.display())})
         .to_string(),
         "denied_by_policy",
     );
     let t = text(&env);
     assert!(t.starts_with("via-gate\n"), "{t}");
     assert!(
-        t.contains("denied /usr/bin/touch") && t.contains("gate=126"),
+        t.contains(&format!("denied {}", touch.display())) && t.contains("gate=126"),
         "{t}"
     );
     assert_eq!(env["data"]["exit_code"], 0);
@@ -225,8 +236,10 @@ fn whalebox_gate_asks_the_same_server_for_execs_that_are_not_zsh() {
 fn the_gate_without_a_server_denies_in_zsh_and_as_a_program() {
     let zsh = common::gated_zsh();
     let gate = Path::new(common::bin()).with_file_name("whalebox-gate");
+    let echo = common::system_program("echo");
+    let echo = echo.to_str().unwrap();
     let out = std::process::Command::new(&zsh)
-        .args(["-fc", "echo before; /bin/echo never; echo after $?"])
+        .args(["-fc", &format!("echo before; {echo} never; echo after $?")])
         .env("WHALEBOX_GATE", &gate)
         .env("WHALEBOX_GATE_SOCKET", "/nonexistent/gate.sock")
         .output()
@@ -235,24 +248,25 @@ fn the_gate_without_a_server_denies_in_zsh_and_as_a_program() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stdout, "before\nafter 126\n");
     assert!(
-        stderr.contains("whalebox: denied /bin/echo: no decision server"),
+        stderr.contains(&format!("whalebox: denied {echo}: no decision server")),
         "{stderr}"
     );
     // The gate as a program, for exec points that are not zsh: the same fail-closed answer.
     let out = std::process::Command::new(&gate)
-        .args(["--whalebox-gate", "", "/bin/echo", "echo", "never"])
+        .args(["--whalebox-gate", "", echo, "echo", "never"])
         .env("WHALEBOX_GATE_SOCKET", "/nonexistent/gate.sock")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(126));
     assert!(out.stdout.is_empty());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("denied /bin/echo: no decision server"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("denied {echo}: no decision server")),
         "{out:?}"
     );
     // Without the variables the patched zsh is a plain zsh.
     let out = std::process::Command::new(&zsh)
-        .args(["-fc", "/bin/echo plain"])
+        .args(["-fc", &format!("{echo} plain")])
         .env_remove("WHALEBOX_GATE")
         .env_remove("WHALEBOX_GATE_SOCKET")
         .output()
@@ -300,8 +314,10 @@ fn a_policy_whose_examples_fail_stops_startup() {
 
 #[test]
 fn required_without_a_gated_zsh_refuses_clearly() {
-    let f =
-        Fixture::new().with_profile("[shell]\nexec_boundary = \"required\"\nzsh = \"/bin/bash\"\n");
+    let f = Fixture::new().with_profile(&format!(
+        "[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\n",
+        common::system_program("bash").display()
+    ));
     let env = f.err(
         "shell_run",
         &json!({"command": "true"}).to_string(),

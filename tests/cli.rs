@@ -452,3 +452,38 @@ fn a_baked_in_profile_can_mean_the_working_directory() {
     assert_eq!(code(&out), 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope.toml: no such file"));
 }
+
+#[test]
+fn profile_check_files_only_does_not_hold_the_kernel_against_the_file() {
+    // lib.mkSandbox's check runs on a build machine whose kernel says nothing about the
+    // machines the profile is for.
+    let f = Fixture::new().with_profile("[landlock]\nmode = \"enforce\"\nmin_abi = 200\n");
+    let profile = f.profile.clone().unwrap();
+    let check = |extra: &[&str]| {
+        let mut args = vec!["profile", "check", profile.to_str().unwrap()];
+        args.extend(extra);
+        f.command(&args).output().unwrap()
+    };
+    let out = check(&[]);
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs Landlock ABI 200"));
+    let out = check(&["--files-only"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report["warnings"].to_string().contains("--files-only"),
+        "{report:#}"
+    );
+    // Still a check of the file: a typo fails with its line.
+    std::fs::write(
+        &profile,
+        "[landlock]\nmode = \"enforce\"\nmin_abi = 200\nmod = 1\n",
+    )
+    .unwrap();
+    let out = check(&["--files-only"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("profile.toml:4:1"),
+        "{out:?}"
+    );
+}

@@ -182,3 +182,39 @@ fn approvals_on_the_terminal_need_the_code_shown_with_the_question() {
     let audit = std::fs::read_to_string(f.root.join("audit.jsonl")).unwrap();
     assert!(audit.contains("the user (terminal)"), "{audit}");
 }
+
+#[test]
+fn run_ro_lets_the_command_read_one_more_path() {
+    // As a CI runner's step shell uses it: the step's script is written outside the
+    // workspace, and `--ro SCRIPT` lets the sandbox read that file and nothing next to it.
+    if !landlock() {
+        return;
+    }
+    let f = fixture("allow");
+    let script = f.outside.join("step.sh");
+    std::fs::write(&script, "echo from-step\n").unwrap();
+    std::fs::write(f.outside.join("secret"), "s\n").unwrap();
+    let profile = f.profile.as_ref().unwrap().to_str().unwrap().to_string();
+    let script_arg = script.to_str().unwrap();
+    let with_ro = |extra: &[&str], command: &[&str]| {
+        let mut argv = vec!["run", "--profile", &profile];
+        argv.extend(extra);
+        argv.push("--");
+        argv.extend(command);
+        f.command(&argv)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = with_ro(&[], &["sh", script_arg]);
+    assert_ne!(out.status.code(), Some(0), "read outside the sets: {out:?}");
+    let out = with_ro(&["--ro", script_arg], &["sh", script_arg]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from-step\n");
+    let secret = f.outside.join("secret");
+    let out = with_ro(&["--ro", script_arg], &["cat", secret.to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0), "only the named file: {out:?}");
+    let out = with_ro(&["--ro", "/no/such/step.sh"], &["true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--ro /no/such/step.sh: no such file"));
+}

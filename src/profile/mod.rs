@@ -354,6 +354,8 @@ pub struct LoadOptions {
     /// A policy file that replaces the profile's `policy`.
     pub policy: Option<PathBuf>,
     pub relative_to: RelativeTo,
+    /// Extra read-only paths for commands (`whalebox run --ro`), added to `[landlock] ro`.
+    pub extra_ro: Vec<PathBuf>,
 }
 
 /// What relative paths in a profile file mean.
@@ -406,6 +408,16 @@ impl Profile {
                 }
                 profile.warnings.retain(|w| !w.starts_with("policy file "));
                 profile.policy = Some(policy);
+            }
+            for path in &opts.extra_ro {
+                let path = absolute(&cwd, path);
+                if !path.exists() {
+                    return Err(ProfileError::Invalid {
+                        file: profile.source_name(),
+                        message: format!("--ro {}: no such file or directory", path.display()),
+                    });
+                }
+                profile.landlock.ro.push(path);
             }
             Ok(profile)
         })

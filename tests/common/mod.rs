@@ -173,8 +173,12 @@ pub fn processes_running(cmdline: &str) -> Vec<u32> {
 }
 
 /// The gated zsh nix/zsh/build.sh puts in target/zsh (tests/run builds it first).
+/// The gated zsh the tests run: `$WHALEBOX_ZSH` (the Nix package's check phase points
+/// it at the zsh-gated store path), else the one nix/zsh/build.sh builds.
 pub fn gated_zsh() -> PathBuf {
-    let zsh = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zsh/bin/zsh");
+    let zsh = std::env::var_os("WHALEBOX_ZSH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/zsh/bin/zsh"));
     assert!(
         zsh.is_file(),
         "the gated zsh is missing at {}: run nix/zsh/build.sh (tests/run does)",
@@ -191,4 +195,23 @@ pub fn landlock_abi() -> i64 {
         .expect("run whalebox doctor");
     let report: Value = serde_json::from_slice(&out.stdout).expect("doctor --json prints JSON");
     report["landlock"]["kernel_abi"].as_i64().unwrap_or(0)
+}
+
+/// The first `name` on PATH that lives under the system roots every sandbox grants
+/// (/usr, /bin, /opt, /nix/store): `/usr/bin/touch` on Debian, a store path in a Nix
+/// build. Tests name programs through this instead of hard-coding FHS paths, so they
+/// also run in the Nix build sandbox (which has no /usr).
+pub fn system_program(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            p.is_file()
+                && p.canonicalize().is_ok_and(|real| {
+                    ["/usr/", "/bin/", "/opt/", "/nix/store/"]
+                        .iter()
+                        .any(|root| real.starts_with(root))
+                })
+        })
+        .unwrap_or_else(|| panic!("no {name} on PATH under /usr, /bin, /opt or /nix/store"))
 }

@@ -1,0 +1,3 @@
+# shellcheck shell=bash disable=SC1091
+source "$stdenv/setup"
+genericBuild
