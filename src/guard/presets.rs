@@ -237,7 +237,10 @@ struct Exclusion {
     preset: Preset,
     base: Base,
     rel: &'static str,
+    /// What it is ("holds cargo's registry tokens").
     why: &'static str,
+    /// What to do instead.
+    instead: &'static str,
 }
 
 const EXCLUDED: &[Exclusion] = &[
@@ -245,30 +248,33 @@ const EXCLUDED: &[Exclusion] = &[
         preset: Preset::Rust,
         base: CargoHome,
         rel: "credentials.toml",
-        why: "holds cargo's registry tokens, which no preset grants; give a command a token \
-              through the environment (CARGO_REGISTRY_TOKEN, [shell] pass_env) if it must publish",
+        why: "holds cargo's registry tokens",
+        instead: "give a command a token through the environment (CARGO_REGISTRY_TOKEN, \
+                  [shell] pass_env) if it must publish",
     },
     Exclusion {
         preset: Preset::Rust,
         base: CargoHome,
         rel: "credentials",
-        why: "holds cargo's registry tokens, which no preset grants; give a command a token \
-              through the environment (CARGO_REGISTRY_TOKEN, [shell] pass_env) if it must publish",
+        why: "holds cargo's registry tokens",
+        instead: "give a command a token through the environment (CARGO_REGISTRY_TOKEN, \
+                  [shell] pass_env) if it must publish",
     },
     Exclusion {
         preset: Preset::Python,
         base: Home,
         rel: ".pypirc",
-        why: "holds upload credentials, which no preset grants; give a command a token \
-              through the environment (TWINE_PASSWORD, [shell] pass_env) if it must upload",
+        why: "holds package upload credentials",
+        instead: "give a command a token through the environment (TWINE_PASSWORD, \
+                  [shell] pass_env) if it must upload",
     },
     Exclusion {
         preset: Preset::Nix,
         base: Root,
         rel: "/nix/var/nix/db",
-        why: "is a single-user Nix store's database, which the nix preset does not make \
-              writable; use a multi-user install through the daemon (NIX_REMOTE=daemon), or \
-              run Nix outside the sandbox",
+        why: "is a single-user Nix store's database, which a sandboxed command may not write",
+        instead: "use a multi-user Nix through its daemon (NIX_REMOTE=daemon), or run this \
+                  outside the sandbox",
     },
 ];
 
@@ -376,6 +382,9 @@ pub struct PresetPath {
     /// What the sandbox grants it, in words.
     pub access: &'static str,
     pub what: &'static str,
+    /// Whether it existed when the profile was read (a missing cache, lock file or
+    /// usage database is created when the sandbox is entered).
+    pub exists: bool,
 }
 
 /// A path no preset grants (see [`Excluded`]), resolved.
@@ -384,6 +393,7 @@ pub struct Excluded {
     pub preset: Preset,
     pub path: PathBuf,
     pub why: &'static str,
+    pub instead: &'static str,
 }
 
 /// The environment variables presets read when whalebox starts.
@@ -451,9 +461,11 @@ impl Preset {
         self.entries()
             .iter()
             .filter_map(|entry| {
+                let path = ctx.join(entry.base, entry.rel)?;
                 Some(PresetPath {
                     preset: self,
-                    path: ctx.join(entry.base, entry.rel)?,
+                    exists: path.exists(),
+                    path,
                     kind: entry.kind,
                     access: entry.kind.access(),
                     what: entry.what,
@@ -495,6 +507,7 @@ pub fn excluded(ctx: &Context) -> Vec<Excluded> {
                 preset: x.preset,
                 path: ctx.join(x.base, x.rel)?,
                 why: x.why,
+                instead: x.instead,
             })
         })
         .collect()
