@@ -562,10 +562,7 @@ impl Sandbox {
                 let how = if !e.kind.created() {
                     format!("{}, {}", e.what, e.access)
                 } else {
-                    format!(
-                        "{}, {}; created when the sandbox is entered",
-                        e.what, e.access
-                    )
+                    format!("{}, {}, created if missing", e.what, e.access)
                 };
                 (
                     format!("is in preset \"{}\" ({how})", e.preset),
@@ -748,8 +745,8 @@ mod tests {
         );
         assert_eq!(
             s.refusal(path).unwrap(),
-            "it is in preset \"rust\" (cargo's registry cache, read-write; created when the \
-             sandbox is entered); add presets = [\"rust\"] to [landlock] in /p/ci.toml"
+            "it is in preset \"rust\" (cargo's registry cache, read-write, created if missing); \
+             add presets = [\"rust\"] to [landlock] in /p/ci.toml"
         );
         // Presets already on are kept in the suggestion.
         let s = sandbox(&[Preset::Node]);
