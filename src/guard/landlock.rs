@@ -551,10 +551,7 @@ impl Sandbox {
     fn preset_advice(&self, cause: &Cause) -> Option<(String, String)> {
         Some(match cause {
             Cause::Excluded(x) => (
-                format!(
-                    "{}, which preset \"{}\" leaves out on purpose",
-                    x.why, x.preset
-                ),
+                format!("{} (left out of preset \"{}\" on purpose)", x.why, x.preset),
                 x.instead.to_string(),
             ),
             Cause::PresetOff(entries) if entries.len() == 1 => {
@@ -777,7 +774,8 @@ mod tests {
         for on in [&[][..], &[Preset::Rust][..]] {
             let msg = sandbox(on).explain(Path::new("/home/me/.cargo/credentials.toml"));
             assert!(
-                msg.contains("registry tokens") && msg.contains("leaves out on purpose"),
+                msg.contains("registry tokens")
+                    && msg.contains("left out of preset \"rust\" on purpose"),
                 "{msg}"
             );
             assert!(!msg.contains("add presets"), "{msg}");

@@ -357,6 +357,28 @@ impl Context<'_> {
     }
 }
 
+impl Base {
+    /// The variables that move this base (what [`Context::base`] reads).
+    fn vars(self) -> &'static [&'static str] {
+        match self {
+            Root | Home => &[],
+            CargoHome => &["CARGO_HOME"],
+            RustupHome => &["RUSTUP_HOME"],
+            NpmCache => &["npm_config_cache", "NPM_CONFIG_CACHE"],
+            XdgCache => &["XDG_CACHE_HOME"],
+            XdgConfig => &["XDG_CONFIG_HOME"],
+            XdgData => &["XDG_DATA_HOME"],
+            XdgState => &["XDG_STATE_HOME"],
+            PipCache => &["PIP_CACHE_DIR", "XDG_CACHE_HOME"],
+            UvCache => &["UV_CACHE_DIR", "XDG_CACHE_HOME"],
+            PyenvRoot => &["PYENV_ROOT"],
+            GoPath => &["GOPATH"],
+            GoCache => &["GOCACHE", "XDG_CACHE_HOME"],
+            GoModCache => &["GOMODCACHE", "GOPATH"],
+        }
+    }
+}
+
 /// Drop `.` and `..` lexically (a variable may say `~/x/../y`).
 fn lexical(path: &Path) -> PathBuf {
     use std::path::Component;
@@ -401,6 +423,7 @@ pub const ENV_VARS: &[&str] = &[
     "CARGO_HOME",
     "RUSTUP_HOME",
     "npm_config_cache",
+    "NPM_CONFIG_CACHE",
     "XDG_CACHE_HOME",
     "XDG_CONFIG_HOME",
     "XDG_DATA_HOME",
@@ -454,6 +477,21 @@ impl Preset {
             Preset::Go => GO,
             Preset::Nix => NIX,
         }
+    }
+
+    /// The variables that move this preset's paths: shell commands get them from the
+    /// server's environment (like `[shell] pass_env`), so a tool looks where the
+    /// sandbox granted.
+    pub fn env_vars(self) -> Vec<&'static str> {
+        let mut vars: Vec<&'static str> = Vec::new();
+        for entry in self.entries() {
+            for v in entry.base.vars() {
+                if !vars.contains(v) {
+                    vars.push(v);
+                }
+            }
+        }
+        vars
     }
 
     /// This preset's paths in `ctx` (entries under an unknown home are left out).
@@ -623,6 +661,17 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn every_variable_a_preset_reads_is_documented_and_passed_on() {
+        let mut all: Vec<&str> = Preset::ALL.iter().flat_map(|p| p.env_vars()).collect();
+        all.sort();
+        all.dedup();
+        let mut documented: Vec<&str> = ENV_VARS.to_vec();
+        documented.sort();
+        assert_eq!(all, documented);
+        assert_eq!(Preset::Rust.env_vars(), ["CARGO_HOME", "RUSTUP_HOME"]);
     }
 
     #[test]

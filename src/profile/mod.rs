@@ -180,6 +180,9 @@ pub struct LandlockSection {
     /// Every preset's paths, on or off, and the paths none grants: to explain a refusal.
     #[serde(skip)]
     pub preset_catalog: Vec<PresetPath>,
+    /// The variables the presets on read (CARGO_HOME …): shell commands get them from
+    /// the server's environment too, so tools use the directories that were granted.
+    pub preset_env: Vec<&'static str>,
     #[serde(skip)]
     pub preset_excluded: Vec<Excluded>,
 }
@@ -600,6 +603,15 @@ impl Profile {
                 rox,
                 rw,
                 ignore_missing,
+                preset_env: {
+                    let mut vars: Vec<&'static str> = Vec::new();
+                    for v in enabled.iter().flat_map(|p| p.env_vars()) {
+                        if !vars.contains(&v) {
+                            vars.push(v);
+                        }
+                    }
+                    vars
+                },
                 presets: enabled,
                 preset_paths,
                 preset_catalog: presets::catalog(&ctx),

@@ -306,7 +306,15 @@ pub fn denied_paths(tail: &str) -> Vec<String> {
             }
         }
         for p in found {
-            push(p);
+            // A directory refused on the way to the one the tool wanted (Go: "build
+            // cache at /h/.cache/go-build: mkdir /h/.cache: permission denied"): name
+            // the one it wanted, which says whose it is.
+            let wanted = line
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| "'\"`‘’,;:".contains(c)))
+                .filter(|w| w.len() > p.len() && w.starts_with(p) && w[p.len()..].starts_with('/'))
+                .max_by_key(|w| w.len());
+            push(wanted.unwrap_or(p));
         }
     }
     out
@@ -399,6 +407,8 @@ mod denied_paths_tests {
         let go = "failed to initialize build cache at /h/.cache/go-build: mkdir /h/.cache/go-build: permission denied\n\
             go: could not create module cache: mkdir /h/go: permission denied\n";
         assert_eq!(denied_paths(go), ["/h/.cache/go-build", "/h/go"]);
+        let go_fresh_home = "failed to initialize build cache at /h/.cache/go-build: mkdir /h/.cache: permission denied\n";
+        assert_eq!(denied_paths(go_fresh_home), ["/h/.cache/go-build"]);
         let pip = "WARNING: The directory '/h/.cache/pip' or its parent directory is not owned or \
             is not writable by the current user. The cache has been disabled.\n";
         assert_eq!(denied_paths(pip), ["/h/.cache/pip"]);
