@@ -452,3 +452,32 @@ fn a_baked_in_profile_can_mean_the_working_directory() {
     assert_eq!(code(&out), 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope.toml: no such file"));
 }
+
+#[test]
+fn the_example_profiles_check() {
+    let f = Fixture::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let landlock = common::landlock_abi() > 0;
+    for entry in std::fs::read_dir(root.join("policies/profiles")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !landlock && text.contains("mode = \"enforce\"") {
+            eprintln!(
+                "SKIPPED {}: enforces Landlock, which this kernel lacks",
+                path.display()
+            );
+            continue;
+        }
+        let out = f
+            .command(&["profile", "check", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            code(&out),
+            0,
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
