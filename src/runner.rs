@@ -68,6 +68,12 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
         }
     };
     let mut shell_args: Vec<OsString> = vec!["-f".into()];
+    // The program as PATH finds it: a shell that may not execute it names only the
+    // bare name ("zsh:1: permission denied: cargo").
+    let program = match &what {
+        What::Command(argv) => argv.first().and_then(in_path),
+        What::Shell => None,
+    };
     match what {
         What::Command(argv) => {
             // `"$@"` as the shell's last command: zsh execs it (through the gate) in
@@ -122,11 +128,32 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
     if code != 0
         && let (Some(tail), Some(sandbox)) = (tail, &env.sandbox)
     {
+        let mut tail = tail;
+        if let Some((name, path)) = &program
+            && tail
+                .to_ascii_lowercase()
+                .contains(&format!("permission denied: {}", name.to_ascii_lowercase()))
+        {
+            tail.push_str(&format!("\n{}: Permission denied\n", path.display()));
+        }
         for line in refused(sandbox, &tail) {
             eprintln!("{line}");
         }
     }
     Ok(code)
+}
+
+/// A bare program name and where PATH finds it (`None` for a path, or not found).
+fn in_path(program: &OsString) -> Option<(String, std::path::PathBuf)> {
+    let name = program.to_str()?;
+    if name.contains('/') || name.is_empty() {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .map(|p| (name.to_string(), p))
 }
 
 /// How much of a command's stderr is kept for the report.

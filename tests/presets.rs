@@ -844,3 +844,40 @@ fn shell_commands_see_the_variables_their_presets_read() {
     let text = call(&profile(&f, "none.toml", ""));
     assert!(text.starts_with("cargo= go=\n"), "{text}");
 }
+
+/// The gated zsh names only the bare program when it may not execute it ("zsh:1:
+/// permission denied: hello"); run finds it in PATH and reports that path.
+#[test]
+fn run_names_the_program_the_shell_could_not_execute() {
+    if !landlock("run report for a program") {
+        return;
+    }
+    let f = Fixture::new();
+    let bin = f.outside.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let hello = bin.join("hello");
+    std::fs::write(&hello, "#!/bin/sh\necho hello\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hello, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let p = f.root.join("gated.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "workspace = \"ws\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\n[landlock]\nmode = \"enforce\"\n",
+            common::gated_zsh().display()
+        ),
+    )
+    .unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let out = run(&f, &p, &[("PATH", &path)], &["hello"]);
+    assert_eq!(out.status.code(), Some(126), "{}", show(&out));
+    let lines = report(&out);
+    assert!(
+        lines.iter().any(|l| l.starts_with(&format!(
+            "whalebox: the sandbox refused {}: it is outside every sandbox root",
+            hello.display()
+        )) && l.contains("rox")),
+        "{}",
+        show(&out)
+    );
+}
