@@ -29,8 +29,11 @@ fn landlock(test: &str) -> bool {
 /// Whether `program ARGS` runs; if not, fail saying what installs it (or skip when
 /// WHALEBOX_SKIP_TOOLCHAIN_TESTS=1).
 fn have(test: &str, program: &str, args: &[&str], package: &str) -> bool {
+    // A throwaway HOME: even `--version` may leave logs or caches there.
+    let home = tempfile::tempdir().expect("tempdir");
     let found = Command::new(program)
         .args(args)
+        .env("HOME", home.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
