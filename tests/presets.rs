@@ -5,8 +5,10 @@
 //! nothing leaves this machine and nothing touches the real caches.
 //!
 //! A missing tool fails the test with what to install (`.ci/run` installs them);
-//! `WHALEBOX_SKIP_TOOLCHAIN_TESTS=1` skips them, saying so (the Nix build sandbox has
-//! no registry toolchains). Without Landlock in the kernel they skip, loudly.
+//! `WHALEBOX_SKIP_TOOLCHAIN_TESTS=1` skips every toolchain test, saying so (for the
+//! Nix build sandbox: no registry toolchains, no /usr/bin/python3). Without Landlock
+//! in the kernel they skip, loudly. Sandboxed commands get the PATH the tests were
+//! started with.
 
 mod common;
 
@@ -26,9 +28,22 @@ fn landlock(test: &str) -> bool {
     abi > 0
 }
 
-/// Whether `program ARGS` runs; if not, fail saying what installs it (or skip when
-/// WHALEBOX_SKIP_TOOLCHAIN_TESTS=1).
+/// The PATH these tests were started with: the sandboxed commands find programs the
+/// same way (on Debian /usr/bin; in a Nix build, the store paths of its inputs).
+fn test_path() -> String {
+    std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())
+}
+
+/// Whether `program ARGS` runs; if not, fail saying what installs it. With
+/// WHALEBOX_SKIP_TOOLCHAIN_TESTS=1 every toolchain test skips, saying so.
 fn have(test: &str, program: &str, args: &[&str], package: &str) -> bool {
+    if std::env::var_os("WHALEBOX_SKIP_TOOLCHAIN_TESTS").is_some_and(|v| v == "1") {
+        eprintln!(
+            "SKIPPED {test}: WHALEBOX_SKIP_TOOLCHAIN_TESTS=1 (the Nix build sandbox has no \
+             registry toolchains, and no /usr/bin/python3)"
+        );
+        return false;
+    }
     // A throwaway HOME: even `--version` may leave logs or caches there.
     let home = tempfile::tempdir().expect("tempdir");
     let found = Command::new(program)
@@ -40,13 +55,6 @@ fn have(test: &str, program: &str, args: &[&str], package: &str) -> bool {
         .is_ok_and(|s| s.success());
     if found {
         return true;
-    }
-    if std::env::var_os("WHALEBOX_SKIP_TOOLCHAIN_TESTS").is_some_and(|v| v == "1") {
-        eprintln!(
-            "SKIPPED {test}: `{program}` is not installed and WHALEBOX_SKIP_TOOLCHAIN_TESTS=1 \
-             (the Nix build sandbox has no registry toolchains)"
-        );
-        return false;
     }
     panic!(
         "{test}: `{program}` is not installed; .ci/run installs it (apt-get install {package}); \
@@ -134,7 +142,7 @@ fn run(f: &Fixture, profile: &Path, env: &[(&str, &str)], argv: &[&str]) -> Outp
         .current_dir(&f.ws)
         .env_clear()
         .env("HOME", &f.home)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("PATH", test_path())
         .stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
@@ -304,7 +312,7 @@ fn rust_preset_lets_cargo_build_a_crate_with_a_registry_dependency() {
             "[source.crates-io]\nreplace-with = \"loopback\"\n[source.loopback]\nregistry = \"sparse+http://127.0.0.1:{port}/index/\"\n"
         ),
     );
-    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let path = format!("{}:{}", bin.display(), test_path());
     let mut env: Vec<(&str, &str)> = vec![("PATH", &path), ("CARGO_TERM_COLOR", "never")];
     if let Some(h) = rustup_home.as_deref() {
         env.push(("RUSTUP_HOME", h));
@@ -517,7 +525,7 @@ fn python_preset_gives_pip_in_a_workspace_venv_its_cache() {
         .current_dir(&f.ws)
         .env_clear()
         .env("HOME", &f.home)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("PATH", test_path())
         .output()
         .unwrap();
     let envelope = common::envelope(&out);
@@ -761,7 +769,7 @@ fn presets_are_shown_without_writing_and_made_on_entering() {
             .current_dir(&f.ws)
             .env_clear()
             .env("HOME", &f.home)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", test_path())
             .output()
             .unwrap()
     };
@@ -832,7 +840,7 @@ fn shell_commands_see_the_variables_their_presets_read() {
             .current_dir(&f.ws)
             .env_clear()
             .env("HOME", &f.home)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", test_path())
             .env("CARGO_HOME", &cargo_home)
             .env("GOCACHE", f.root.join("gocache"))
             .output()
@@ -871,7 +879,7 @@ fn run_names_the_program_the_shell_could_not_execute() {
         ),
     )
     .unwrap();
-    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let path = format!("{}:{}", bin.display(), test_path());
     let out = run(&f, &p, &[("PATH", &path)], &["hello"]);
     assert_eq!(out.status.code(), Some(126), "{}", show(&out));
     let lines = report(&out);
