@@ -312,6 +312,8 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         "gated_zsh": zsh,
         "policy": env.profile.policy.as_ref().map(|p| p.display().to_string())
             .unwrap_or_else(|| "embedded default".into()),
+        "presets": env.profile.landlock.presets,
+        "preset_paths": env.profile.landlock.preset_paths,
     });
     if as_json {
         println!("{report:#}");
@@ -327,6 +329,25 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         );
     }
     println!("tmpdir:     {} (private, 0700)", env.private.tmp.display());
+    let l = &env.profile.landlock;
+    if !l.presets.is_empty() {
+        let names: Vec<&str> = l.presets.iter().map(|p| p.name()).collect();
+        println!("presets:    {}", names.join(", "));
+        for p in &l.preset_paths {
+            println!(
+                "            {:<6} {:<16} {} ({}{})",
+                p.preset.name(),
+                p.access,
+                p.path.display(),
+                p.what,
+                if p.exists {
+                    ""
+                } else {
+                    "; created when the sandbox is entered"
+                }
+            );
+        }
+    }
     match env.gated_shell() {
         Ok(g) if env.policy.is_some() => println!(
             "gated zsh:  {} (exec_boundary = {})",

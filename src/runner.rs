@@ -4,9 +4,18 @@
 //! tests fenced in. The caller must already be inside the server layer
 //! ([`Env::enter_sandbox`]); the task layer is added by the supervisor, as for
 //! shell_run.
+//!
+//! `run` passes stdin and stdout through untouched (full-screen programs keep their
+//! terminal) but, when Landlock is in force, reads the command's stderr through a pipe:
+//! each chunk goes straight on to whalebox's own stderr, and the last [`TAIL_BYTES`]
+//! are kept, so that after a failing command whalebox can name the paths the sandbox
+//! refused and the preset or profile key that would allow each.
 
 use std::ffi::OsString;
-use std::process::Command;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use crate::shell::supervisor;
 use crate::tools::{Env, ShellBoundary};
@@ -28,6 +37,8 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
         env.approver.set(tty);
     }
     let cfg = &env.profile.shell;
+    // Only a fence in force can have refused something worth reporting.
+    let report = matches!(what, What::Command(_)) && env.sandbox.is_some() && env.in_sandbox();
     let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| !k.to_string_lossy().starts_with("WHALEBOX_GATE"))
         .filter(|(k, _)| k != "TMPDIR")
@@ -57,6 +68,12 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
         }
     };
     let mut shell_args: Vec<OsString> = vec!["-f".into()];
+    // The program as PATH finds it: a shell that may not execute it names only the
+    // bare name ("zsh:1: permission denied: cargo").
+    let program = match &what {
+        What::Command(argv) => argv.first().and_then(in_path),
+        What::Shell => None,
+    };
     match what {
         What::Command(argv) => {
             // `"$@"` as the shell's last command: zsh execs it (through the gate) in
@@ -82,12 +99,15 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
     args.push(shell.clone());
     args.extend(shell_args);
     // Same process group as us: the command stays the terminal's foreground job.
-    let mut child = Command::new(exe)
-        .args(args)
-        .env_clear()
-        .envs(vars)
+    let mut command = Command::new(exe);
+    command.args(args).env_clear().envs(vars);
+    if report {
+        command.stderr(Stdio::piped());
+    }
+    let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", shell.to_string_lossy()))?;
+    let tee = child.stderr.take().map(Tee::start);
     // Ctrl-C and Ctrl-\ are for the command; we wait for it like system(3) does.
     // SAFETY: ignoring signals; no handler runs.
     unsafe {
@@ -99,7 +119,105 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
         .wait()
         .map_err(|e| format!("cannot wait for the command: {e}"))?;
     use std::os::unix::process::ExitStatusExt;
-    Ok(status
+    let code = status
         .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    // The supervisor kills what the command left behind, so the pipe closes as it
+    // exits; the wait is bounded all the same (a stray holder of the write end).
+    let tail = tee.map(|t| t.finish(Duration::from_secs(2)));
+    if code != 0
+        && let (Some(tail), Some(sandbox)) = (tail, &env.sandbox)
+    {
+        let mut tail = tail;
+        if let Some((name, path)) = &program
+            && tail
+                .to_ascii_lowercase()
+                .contains(&format!("permission denied: {}", name.to_ascii_lowercase()))
+        {
+            tail.push_str(&format!("\n{}: Permission denied\n", path.display()));
+        }
+        for line in refused(sandbox, &tail) {
+            eprintln!("{line}");
+        }
+    }
+    Ok(code)
+}
+
+/// A bare program name and where PATH finds it (`None` for a path, or not found).
+fn in_path(program: &OsString) -> Option<(String, std::path::PathBuf)> {
+    let name = program.to_str()?;
+    if name.contains('/') || name.is_empty() {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .map(|p| (name.to_string(), p))
+}
+
+/// How much of a command's stderr is kept for the report.
+pub const TAIL_BYTES: usize = 64 * 1024;
+/// At most this many refused paths are reported (the most recent).
+const MAX_REPORTED: usize = 10;
+
+/// The report lines for the paths the sandbox refused, as named in `stderr`:
+/// `whalebox: the sandbox refused PATH: it is in preset "rust" …; add …`.
+pub fn refused(sandbox: &crate::guard::landlock::Sandbox, stderr: &str) -> Vec<String> {
+    let paths = crate::shell::diagnose::denied_paths(stderr);
+    let lines: Vec<String> = paths
+        .iter()
+        .filter_map(|p| {
+            let why = sandbox.refusal(std::path::Path::new(p))?;
+            Some(format!("whalebox: the sandbox refused {p}: {why}"))
+        })
+        .collect();
+    let skip = lines.len().saturating_sub(MAX_REPORTED);
+    lines.into_iter().skip(skip).collect()
+}
+
+/// A command's stderr, copied to ours as it comes, its end kept.
+struct Tee {
+    tail: Arc<Mutex<Vec<u8>>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Tee {
+    fn start(mut from: std::process::ChildStderr) -> Tee {
+        let tail = Arc::new(Mutex::new(Vec::new()));
+        let (tx, done) = mpsc::channel();
+        let keep = tail.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        // Our stderr going away must not stall the command: keep reading.
+                        let mut err = std::io::stderr().lock();
+                        let _ = err.write_all(&buf[..n]).and_then(|()| err.flush());
+                        drop(err);
+                        let mut t = keep.lock().unwrap_or_else(|e| e.into_inner());
+                        t.extend_from_slice(&buf[..n]);
+                        if t.len() > 2 * TAIL_BYTES {
+                            let cut = t.len() - TAIL_BYTES;
+                            t.drain(..cut);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(());
+        });
+        Tee { tail, done }
+    }
+
+    /// The kept end as text, once the pipe closed or `wait` passed.
+    fn finish(self, wait: Duration) -> String {
+        let _ = self.done.recv_timeout(wait);
+        let t = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        let start = t.len().saturating_sub(TAIL_BYTES);
+        String::from_utf8_lossy(&t[start..]).into_owned()
+    }
 }

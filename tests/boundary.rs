@@ -331,15 +331,18 @@ fn the_policy_cli_checks_files_and_explains_decisions() {
     let f = Fixture::new();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dev = repo.join("policies/dev.toml");
-    let out = f
-        .command(&[
-            "policy",
-            "test",
-            dev.to_str().unwrap(),
-            repo.join("policies/org.toml").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    // Every shipped policy loads and its examples hold.
+    let mut shipped: Vec<String> = std::fs::read_dir(repo.join("policies"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| p.display().to_string())
+        .collect();
+    shipped.sort();
+    assert!(shipped.len() >= 3, "{shipped:?}");
+    let mut args = vec!["policy", "test"];
+    args.extend(shipped.iter().map(String::as_str));
+    let out = f.command(&args).output().unwrap();
     assert_eq!(
         common::code(&out),
         0,

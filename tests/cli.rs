@@ -487,3 +487,24 @@ fn profile_check_files_only_does_not_hold_the_kernel_against_the_file() {
         "{out:?}"
     );
 }
+
+#[test]
+fn the_example_profiles_check() {
+    let f = Fixture::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(root.join("policies/profiles")).unwrap() {
+        let path = entry.unwrap().path();
+        let out = f
+            // As the flake's check runs them: the files, not this kernel.
+            .command(&["profile", "check", path.to_str().unwrap(), "--files-only"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            code(&out),
+            0,
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -18,6 +18,7 @@ use landlock::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::presets::{Excluded, Kind, Preset, PresetPath};
 use crate::profile::{LandlockMode, NetworkMode, Profile};
 
 /// What one path is granted.
@@ -43,6 +44,37 @@ pub struct Sandbox {
     pub network: NetworkMode,
     pub connect: Vec<u16>,
     pub bind: Vec<u16>,
+    /// What must exist before the ruleset is built: made by [`Sandbox::create_files`]
+    /// when the server enters the sandbox (never by `doctor` or `profile check`).
+    #[serde(default)]
+    pub create: Vec<Creation>,
+    /// What [`Sandbox::explain`] needs to name a preset or profile key (the server's
+    /// side only: a task's supervisor never explains).
+    #[serde(skip)]
+    pub hints: Hints,
+}
+
+/// A file or directory the sandbox grants that may not exist yet.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Creation {
+    pub path: PathBuf,
+    /// A directory (`mkdir -p`), else an empty file.
+    pub dir: bool,
+    /// From a preset: failing to create it is a warning (the grant is skipped), not an
+    /// error that stops start-up.
+    pub optional: bool,
+}
+
+/// The profile's provenance of paths, for explaining refusals.
+#[derive(Debug, Clone, Default)]
+pub struct Hints {
+    /// The profile file, as messages name it.
+    pub profile: String,
+    /// Whether that is a file one can edit (not the embedded default).
+    pub profile_is_file: bool,
+    pub presets: Vec<Preset>,
+    pub catalog: Vec<PresetPath>,
+    pub excluded: Vec<Excluded>,
 }
 
 /// Which layer is being applied: the server's own, or a shell task's.
@@ -204,9 +236,38 @@ impl Sandbox {
         for p in &l.rw {
             add(p, Grant::Full);
         }
+        let mut create = Vec::new();
+        let mut not_yet = Vec::new();
+        for p in &l.preset_paths {
+            let grant = match p.kind {
+                Kind::Cache => Grant::Full,
+                Kind::LockFile => Grant::Device,
+                Kind::Toolchain => Grant::ReadExec,
+                Kind::UsageDb | Kind::Config | Kind::Socket => Grant::Read,
+            };
+            if p.kind.created() {
+                // Made when the sandbox is entered, so perhaps not there yet.
+                if !p.exists {
+                    create.push(Creation {
+                        path: p.path.clone(),
+                        dir: p.kind == Kind::Cache,
+                        optional: true,
+                    });
+                }
+                not_yet.push((p.path.clone(), grant));
+            } else {
+                add(&p.path, grant);
+            }
+        }
+        paths.extend(not_yet);
         // Created when the sandbox is entered (Sandbox::create_files), so not yet there.
         for p in &extras.files {
             paths.push((p.clone(), Grant::Device));
+            create.push(Creation {
+                path: p.clone(),
+                dir: false,
+                optional: false,
+            });
         }
         Some(Sandbox {
             mode: l.mode,
@@ -215,22 +276,49 @@ impl Sandbox {
             network: l.network,
             connect: l.connect.clone(),
             bind: l.bind.clone(),
+            create,
+            hints: Hints {
+                profile: profile.source_name(),
+                profile_is_file: profile.source.is_some(),
+                presets: l.presets.clone(),
+                catalog: l.preset_catalog.clone(),
+                excluded: l.preset_excluded.clone(),
+            },
         })
     }
 
-    /// Create the single files the sandbox grants (an empty file if missing): a file
-    /// that does not exist when the ruleset is built cannot be granted.
-    pub fn create_files(&self) -> Result<(), String> {
-        for (path, grant) in &self.paths {
-            if *grant == Grant::Device && !path.starts_with("/dev") {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    /// Create what the sandbox grants but may not exist yet (a path that does not exist
+    /// when the ruleset is built cannot be granted): preset caches (`mkdir -p`), lock
+    /// files and the audit log (empty files). Returns warnings for preset paths that
+    /// could not be made (their grant is then skipped); a log file that cannot be
+    /// opened is an error.
+    pub fn create_files(&self) -> Result<Vec<String>, String> {
+        let mut warnings = Vec::new();
+        for c in &self.create {
+            let made = if c.dir {
+                std::fs::create_dir_all(&c.path)
+            } else {
+                c.path
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| {
+                        std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(&c.path)
+                            .map(drop)
+                    })
+            };
+            match made {
+                Ok(()) => {}
+                Err(e) if c.optional => warnings.push(format!(
+                    "cannot create {}: {e}; it is not granted",
+                    c.path.display()
+                )),
+                Err(e) => return Err(format!("cannot open {}: {e}", c.path.display())),
             }
         }
-        Ok(())
+        Ok(warnings)
     }
 
     /// What applying `layer` on this kernel enforces and drops (nothing is applied).
@@ -387,45 +475,332 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Which sets cover `path`, to explain a permission error.
-    pub fn explain(&self, path: &Path) -> String {
-        let list = |want: &[Grant]| -> String {
-            let v: Vec<String> = self
-                .paths
-                .iter()
-                .filter(|(p, g)| want.contains(g) && !p.starts_with("/dev"))
-                .map(|(p, _)| p.display().to_string())
-                .collect();
-            v.join(", ")
-        };
+    /// Why the sandbox would refuse `path`, in the profile's terms: the preset that
+    /// grants it, the reason none does, or the sets that apply.
+    fn cause(&self, path: &Path) -> Cause<'_> {
         let covering: Vec<&(PathBuf, Grant)> = self
             .paths
             .iter()
             .filter(|(p, _)| path.starts_with(p))
             .collect();
-        if covering.is_empty() {
-            format!(
-                "{} is outside every sandbox root: writes are allowed only under {}; \
-                 reads also under {}. This path is not in any read root; add it to read_roots \
-                 (read-only) or to [landlock] ro / rox / rw in the profile",
-                path.display(),
-                list(&[Grant::Full]),
-                list(&[Grant::Read, Grant::ReadExec])
-            )
-        } else if covering
+        if covering
             .iter()
-            .all(|(_, g)| *g != Grant::Full && *g != Grant::Device)
+            .any(|(_, g)| *g == Grant::Full || *g == Grant::Device)
         {
-            format!(
-                "{} is read-only in the sandbox: writes are allowed only under {}",
-                path.display(),
-                list(&[Grant::Full])
-            )
+            return Cause::Writable;
+        }
+        let h = &self.hints;
+        if let Some(x) = h.excluded.iter().find(|x| path.starts_with(&x.path)) {
+            return Cause::Excluded(x);
+        }
+        if let Some(entry) = h
+            .catalog
+            .iter()
+            .filter(|e| path.starts_with(&e.path))
+            .max_by_key(|e| e.path.components().count())
+        {
+            return if !h.presets.contains(&entry.preset) {
+                Cause::PresetOff(vec![entry])
+            } else if covering.is_empty() {
+                Cause::PresetMissing(entry)
+            } else {
+                Cause::PresetLimited(entry)
+            };
+        }
+        // A directory the tool tried to create on the way to a preset's cache.
+        let mut parents: Vec<&PresetPath> = Vec::new();
+        for e in &h.catalog {
+            if e.kind.created()
+                && e.path.starts_with(path)
+                && !h.presets.contains(&e.preset)
+                && !parents.iter().any(|p| p.preset == e.preset)
+            {
+                parents.push(e);
+            }
+        }
+        if !parents.is_empty() {
+            return Cause::PresetOff(parents);
+        }
+        if covering.is_empty() {
+            Cause::Outside
         } else {
-            format!(
+            Cause::ReadOnly
+        }
+    }
+
+    /// "in PROFILE", or how to get a profile when the embedded default is in use.
+    fn in_profile(&self) -> String {
+        if self.hints.profile_is_file {
+            format!("in {}", self.hints.profile)
+        } else {
+            "in a profile (whalebox runs with its embedded default; write one and pass --profile FILE)"
+                .into()
+        }
+    }
+
+    /// `presets = ["node", "rust"]`: the profile's presets plus `add`.
+    fn presets_with(&self, add: Preset) -> String {
+        let mut all = self.hints.presets.clone();
+        all.push(add);
+        let names: Vec<String> = all.iter().map(|p| format!("\"{p}\"")).collect();
+        format!("presets = [{}]", names.join(", "))
+    }
+
+    /// The preset-based part of an explanation: `(reason, fix)`, or `None` when no
+    /// preset is involved.
+    fn preset_advice(&self, cause: &Cause) -> Option<(String, String)> {
+        Some(match cause {
+            Cause::Excluded(x) => (
+                format!("{} (left out of preset \"{}\" on purpose)", x.why, x.preset),
+                x.instead.to_string(),
+            ),
+            Cause::PresetOff(entries) if entries.len() == 1 => {
+                let e = entries[0];
+                let how = if !e.kind.created() {
+                    format!("{}, {}", e.what, e.access)
+                } else {
+                    format!("{}, {}, created if missing", e.what, e.access)
+                };
+                (
+                    format!("is in preset \"{}\" ({how})", e.preset),
+                    format!(
+                        "add {} to [landlock] {}",
+                        self.presets_with(e.preset),
+                        self.in_profile()
+                    ),
+                )
+            }
+            Cause::PresetOff(entries) => {
+                let names: Vec<String> = entries
+                    .iter()
+                    .map(|e| format!("\"{}\"", e.preset))
+                    .collect();
+                (
+                    format!(
+                        "is on the way to caches that presets {} create and grant",
+                        names.join(", ")
+                    ),
+                    format!(
+                        "add the preset of the tool you ran to `presets` in [landlock] {}",
+                        self.in_profile()
+                    ),
+                )
+            }
+            Cause::PresetLimited(e) => (
+                format!(
+                    "is in preset \"{}\" ({}), which grants it {} only",
+                    e.preset, e.what, e.access
+                ),
+                "do that outside the sandbox (installing toolchains or programs there is not a \
+                 build step), or ask the user to add the path to [landlock] rw"
+                    .into(),
+            ),
+            Cause::PresetMissing(e) => (
+                format!(
+                    "is in preset \"{}\" ({}), which is on, but it did not exist when whalebox \
+                     started",
+                    e.preset, e.what
+                ),
+                "restart whalebox (or the command) now that it exists".into(),
+            ),
+            _ => return None,
+        })
+    }
+
+    /// The sets, as paths: what writes and reads are allowed under.
+    fn list(&self, want: &[Grant]) -> String {
+        let v: Vec<String> = self
+            .paths
+            .iter()
+            .filter(|(p, g)| want.contains(g) && !p.starts_with("/dev"))
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        v.join(", ")
+    }
+
+    /// Which sets cover `path` and what would allow it, to explain a permission error
+    /// (shell results, file-tool errors).
+    pub fn explain(&self, path: &Path) -> String {
+        let cause = self.cause(path);
+        if let Some((reason, fix)) = self.preset_advice(&cause) {
+            return format!("{} {reason}: {fix}", path.display());
+        }
+        match cause {
+            Cause::Writable => format!(
                 "{} is writable in the sandbox, so the error has another cause (file mode, owner)",
                 path.display()
-            )
+            ),
+            Cause::ReadOnly => format!(
+                "{} is read-only in the sandbox: writes are allowed only under {}",
+                path.display(),
+                self.list(&[Grant::Full])
+            ),
+            _ => format!(
+                "{} is outside every sandbox root: writes are allowed only under {}; \
+                 reads also under {}. This path is not in any read root; add it to read_roots \
+                 (read-only) or to [landlock] ro / rox / rw {}",
+                path.display(),
+                self.list(&[Grant::Full]),
+                self.list(&[Grant::Read, Grant::ReadExec]),
+                self.in_profile()
+            ),
         }
+    }
+
+    /// One line for `whalebox run` after a command failed on `path`: "it is in preset
+    /// …; add …", or `None` when the sandbox allows writing there (not its refusal).
+    pub fn refusal(&self, path: &Path) -> Option<String> {
+        let cause = self.cause(path);
+        if let Some((reason, fix)) = self.preset_advice(&cause) {
+            return Some(format!("it {reason}; {fix}"));
+        }
+        match cause {
+            Cause::Writable => None,
+            Cause::ReadOnly => Some(format!(
+                "it is read-only in the sandbox; add it to [landlock] rw {} if commands must write there",
+                self.in_profile()
+            )),
+            _ => Some(format!(
+                "it is outside every sandbox root; add it to read_roots (read-only) or to \
+                 [landlock] ro / rox / rw {}",
+                self.in_profile()
+            )),
+        }
+    }
+}
+
+/// What [`Sandbox::cause`] found.
+enum Cause<'a> {
+    /// A writable set covers it: something other than the sandbox refused.
+    Writable,
+    /// A path no preset grants, on purpose.
+    Excluded(&'a Excluded),
+    /// Presets that are off would grant it (one), or create caches below it (several).
+    PresetOff(Vec<&'a PresetPath>),
+    /// Its preset is on and grants it less than was asked (read-only, read and execute).
+    PresetLimited(&'a PresetPath),
+    /// Its preset is on, but the path was missing at start and so never granted.
+    PresetMissing(&'a PresetPath),
+    Outside,
+    ReadOnly,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::presets::{self, Context};
+
+    /// A sandbox with the workspace /ws, the given presets on (their paths granted as
+    /// `from_profile` would) and every preset's hints, for a home of /home/me.
+    fn sandbox(on: &[Preset]) -> Sandbox {
+        let var = |_: &str| None;
+        let ctx = Context {
+            home: Some(Path::new("/home/me")),
+            cwd: Path::new("/"),
+            var: &var,
+        };
+        let mut paths = vec![
+            (PathBuf::from("/ws"), Grant::Full),
+            (PathBuf::from("/usr"), Grant::ReadExec),
+        ];
+        for p in on.iter().flat_map(|p| p.resolve(&ctx)) {
+            let grant = match p.kind {
+                Kind::Cache => Grant::Full,
+                Kind::LockFile => Grant::Device,
+                Kind::Toolchain => Grant::ReadExec,
+                _ => Grant::Read,
+            };
+            paths.push((p.path, grant));
+        }
+        Sandbox {
+            mode: LandlockMode::Enforce,
+            min_abi: 1,
+            paths,
+            network: NetworkMode::Allow,
+            connect: vec![],
+            bind: vec![],
+            create: vec![],
+            hints: Hints {
+                profile: "/p/ci.toml".into(),
+                profile_is_file: true,
+                presets: on.to_vec(),
+                catalog: presets::catalog(&ctx),
+                excluded: presets::excluded(&ctx),
+            },
+        }
+    }
+
+    #[test]
+    fn a_refused_cache_names_its_preset_and_the_line_to_add() {
+        let s = sandbox(&[]);
+        let path = Path::new("/home/me/.cargo/registry/index/x/.cache/wb/de/wbdep");
+        let msg = s.explain(path);
+        assert!(
+            msg.contains("is in preset \"rust\" (cargo's registry cache, read-write")
+                && msg.contains("add presets = [\"rust\"] to [landlock] in /p/ci.toml"),
+            "{msg}"
+        );
+        assert_eq!(
+            s.refusal(path).unwrap(),
+            "it is in preset \"rust\" (cargo's registry cache, read-write, created if missing); \
+             add presets = [\"rust\"] to [landlock] in /p/ci.toml"
+        );
+        // Presets already on are kept in the suggestion.
+        let s = sandbox(&[Preset::Node]);
+        let msg = s.explain(Path::new("/home/me/go/pkg/mod/cache"));
+        assert!(msg.contains("presets = [\"node\", \"go\"]"), "{msg}");
+        // A config is read-only, and so says the hint.
+        let msg = s.explain(Path::new("/home/me/.cargo/config.toml"));
+        assert!(msg.contains("cargo's configuration, read-only"), "{msg}");
+    }
+
+    #[test]
+    fn a_directory_on_the_way_to_a_cache_names_the_presets_that_create_below_it() {
+        let s = sandbox(&[]);
+        let msg = s.explain(Path::new("/home/me/go"));
+        assert!(msg.contains("presets = [\"go\"]"), "{msg}");
+        let msg = s.explain(Path::new("/home/me/.cache"));
+        assert!(
+            msg.contains("presets \"node\", \"python\", \"go\", \"nix\""),
+            "{msg}"
+        );
+        // With the presets on, the caches are writable: not the sandbox's refusal.
+        let s = sandbox(&[Preset::Go]);
+        assert_eq!(s.refusal(Path::new("/home/me/.cache/go-build/00")), None);
+    }
+
+    #[test]
+    fn credentials_are_never_suggested() {
+        for on in [&[][..], &[Preset::Rust][..]] {
+            let msg = sandbox(on).explain(Path::new("/home/me/.cargo/credentials.toml"));
+            assert!(
+                msg.contains("registry tokens")
+                    && msg.contains("left out of preset \"rust\" on purpose"),
+                "{msg}"
+            );
+            assert!(!msg.contains("add presets"), "{msg}");
+        }
+        let msg = sandbox(&[Preset::Nix]).explain(Path::new("/nix/var/nix/db/big-lock"));
+        assert!(msg.contains("NIX_REMOTE=daemon"), "{msg}");
+    }
+
+    #[test]
+    fn a_toolchain_is_read_and_execute_only_and_other_paths_name_the_keys() {
+        let s = sandbox(&[Preset::Rust]);
+        let msg = s.explain(Path::new("/home/me/.rustup/toolchains/x/bin/new"));
+        assert!(msg.contains("grants it read and execute only"), "{msg}");
+        let msg = s.explain(Path::new("/srv/data"));
+        assert!(
+            msg.contains("writes are allowed only under /ws")
+                && msg.contains("read_roots")
+                && msg.contains("[landlock] ro / rox / rw in /p/ci.toml"),
+            "{msg}"
+        );
+        assert!(
+            s.refusal(Path::new("/usr/x"))
+                .unwrap()
+                .contains("read-only in the sandbox")
+        );
+        assert_eq!(s.refusal(Path::new("/ws/target")), None);
     }
 }

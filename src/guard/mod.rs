@@ -1,8 +1,10 @@
 //! Fences around what a tool may touch. [`paths`] is the userspace path guard every
 //! file tool consults before any I/O; [`landlock`] enforces the same sets in the kernel,
-//! for the server and every shell command, so a bug here is not an escape.
+//! for the server and every shell command, so a bug here is not an escape; [`presets`]
+//! names what each language toolchain needs outside the workspace.
 
 pub mod landlock;
 pub mod paths;
+pub mod presets;
 
 pub use paths::{Access, Allowed, GuardError, PathGuard, RootKind, resolve_physical};

@@ -11,6 +11,8 @@ use std::path::{Component, Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::guard::presets::{self, Excluded, Kind, Preset, PresetPath};
+
 /// The embedded default profile, used when no `--profile` is given.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
 
@@ -89,6 +91,13 @@ struct LandlockFile {
     rox: Vec<String>,
     /// Extra read-write paths (absolute or `~/…`).
     rw: Vec<String>,
+    /// Toolchain presets: each grants its ecosystem's caches (read-write, created when
+    /// the sandbox is entered), toolchain directories (read and execute; missing ones
+    /// are skipped with a warning) and configuration (read-only), honouring the
+    /// ecosystem's variables (CARGO_HOME, RUSTUP_HOME, npm_config_cache, PIP_CACHE_DIR,
+    /// UV_CACHE_DIR, XDG_CACHE_HOME, GOPATH, GOCACHE, GOMODCACHE …) as whalebox starts.
+    /// Never credentials (~/.cargo/credentials.toml, ~/.pypirc).
+    presets: Vec<Preset>,
     /// Skip a missing read root or extra path with a warning (false: an error).
     ignore_missing: bool,
 }
@@ -107,6 +116,7 @@ impl Default for LandlockFile {
                 .map(|d| d.to_string())
                 .collect(),
             rw: Vec::new(),
+            presets: Vec::new(),
             ignore_missing: true,
         }
     }
@@ -162,6 +172,19 @@ pub struct LandlockSection {
     pub rox: Vec<PathBuf>,
     pub rw: Vec<PathBuf>,
     pub ignore_missing: bool,
+    /// The presets turned on, in the order given (repeats dropped).
+    pub presets: Vec<Preset>,
+    /// What they grant: caches, lock files and usage databases (created when the
+    /// sandbox is entered if missing) and the toolchains, configs and sockets that exist.
+    pub preset_paths: Vec<PresetPath>,
+    /// Every preset's paths, on or off, and the paths none grants: to explain a refusal.
+    #[serde(skip)]
+    pub preset_catalog: Vec<PresetPath>,
+    /// The variables the presets on read (CARGO_HOME …): shell commands get them from
+    /// the server's environment too, so tools use the directories that were granted.
+    pub preset_env: Vec<&'static str>,
+    #[serde(skip)]
+    pub preset_excluded: Vec<Excluded>,
 }
 
 /// `[skills]`: where SKILL.md skills are discovered.
@@ -548,6 +571,35 @@ impl Profile {
                 }
             }
             let [ro, rox, rw] = sets;
+            let env_var = |name: &str| std::env::var_os(name);
+            let ctx = presets::Context {
+                home: home.as_deref(),
+                cwd,
+                var: &env_var,
+            };
+            let mut enabled: Vec<Preset> = Vec::new();
+            let mut preset_paths = Vec::new();
+            for preset in &l.presets {
+                if enabled.contains(preset) {
+                    continue;
+                }
+                enabled.push(*preset);
+                let mut missing = Vec::new();
+                for p in preset.resolve(&ctx) {
+                    match p.kind {
+                        _ if p.exists || p.kind.created() => preset_paths.push(p),
+                        Kind::Toolchain => missing.push(p.path.display().to_string()),
+                        _ => {}
+                    }
+                }
+                if !missing.is_empty() {
+                    warnings.push(format!(
+                        "[landlock] presets: preset \"{preset}\": toolchain director{} {} not found; skipped",
+                        if missing.len() == 1 { "y" } else { "ies" },
+                        missing.join(", ")
+                    ));
+                }
+            }
             if l.min_abi == 0 {
                 return Err(invalid(
                     "[landlock] min_abi starts at 1 (use mode = \"off\" for no Landlock)".into(),
@@ -563,6 +615,19 @@ impl Profile {
                 rox,
                 rw,
                 ignore_missing,
+                preset_env: {
+                    let mut vars: Vec<&'static str> = Vec::new();
+                    for v in enabled.iter().flat_map(|p| p.env_vars()) {
+                        if !vars.contains(&v) {
+                            vars.push(v);
+                        }
+                    }
+                    vars
+                },
+                presets: enabled,
+                preset_paths,
+                preset_catalog: presets::catalog(&ctx),
+                preset_excluded: presets::excluded(&ctx),
             }
         };
         let policy = raw.policy.as_deref().map(resolve).transpose()?;
@@ -777,6 +842,34 @@ mod tests {
         assert!(msg.contains("relative"), "{msg}");
         let msg = err("[landlock]\nmode = \"strict\"\n");
         assert!(msg.contains("enforce"), "{msg}");
+    }
+
+    #[test]
+    fn an_unknown_preset_names_file_line_and_the_known_presets() {
+        let dir = tempfile::tempdir().unwrap();
+        let msg = parse("[landlock]\npresets = [\"rust\", \"rsut\"]\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("whalebox.toml:2:")
+                && msg.contains(
+                    "[landlock] presets: unknown preset \"rsut\"; known presets: rust, node, python, go, nix"
+                ),
+            "{msg}"
+        );
+        // Known ones resolve; a repeat is dropped.
+        let p = parse(
+            "[landlock]\npresets = [\"go\", \"nix\", \"go\"]\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(p.landlock.presets, [Preset::Go, Preset::Nix]);
+        assert!(
+            p.landlock
+                .preset_paths
+                .iter()
+                .any(|p| p.kind == Kind::Cache && p.path.ends_with("go-build"))
+        );
     }
 
     #[test]

@@ -230,50 +230,121 @@ mod tests {
     }
 }
 
-/// Absolute paths named in permission errors (`EACCES`/`EPERM` as tools print them:
-/// `zsh:1: permission denied: /p`, `touch: cannot touch '/p': Permission denied`,
-/// `cat: /p: Permission denied`, `PermissionError: … Permission denied: '/p'`), most
-/// recent last, without repeats.
+/// Absolute paths named in permission errors (`EACCES`/`EPERM` as tools print them),
+/// most recent last, without repeats:
+///
+/// - one line: `zsh:1: permission denied: /p`, `touch: cannot touch '/p': Permission
+///   denied`, `cat: /p: Permission denied`, `PermissionError: … Permission denied: '/p'`,
+///   Go's `mkdir /p: permission denied`, cargo's `failed to write cache, path: /p, error:
+///   Permission denied (os error 13)`, npm 9's `EACCES: permission denied, mkdir '/p'`;
+/// - a chain whose last line has no path (cargo, and Rust programs using anyhow):
+///   ``failed to create directory `/p` `` … `Caused by:` … `Permission denied (os error
+///   13)`: the nearest quoted path above;
+/// - npm 10+: `npm error code EACCES` then `npm error path /p` a few lines below;
+/// - pip: `The directory '/p' or its parent directory is not owned or is not writable by
+///   the current user. The cache has been disabled.`
 pub fn denied_paths(tail: &str) -> Vec<String> {
+    let lines: Vec<&str> = tail.lines().collect();
     let mut out: Vec<String> = Vec::new();
-    for line in tail.lines() {
+    let mut push = |p: &str| {
+        let p = p.trim_end_matches([',', ';', '.', ':']);
+        if p.starts_with('/') && !p.contains(' ') && !out.iter().any(|o| o == p) {
+            out.push(p.to_string());
+        }
+    };
+    for (i, line) in lines.iter().enumerate() {
         let lower = line.to_ascii_lowercase();
-        if !(lower.contains("permission denied") || lower.contains("operation not permitted")) {
+        if let Some(code) = npm_field(line, "code")
+            && (code == "EACCES" || code == "EPERM")
+        {
+            if let Some(path) = lines[i + 1..]
+                .iter()
+                .take(8)
+                .find_map(|l| npm_field(l, "path"))
+            {
+                push(path);
+            }
             continue;
         }
-        let mut found: Vec<&str> = Vec::new();
-        // Quoted paths first: '…' or "…" (also matches ‘…’ as coreutils prints in UTF-8).
-        for q in ['\'', '"', '‘'] {
-            let close = if q == '‘' { '’' } else { q };
-            let mut rest = line;
-            while let Some(i) = rest.find(q) {
-                let after = &rest[i + q.len_utf8()..];
-                let Some(j) = after.find(close) else { break };
-                found.push(&after[..j]);
-                rest = &after[j + close.len_utf8()..];
-            }
+        let denied =
+            lower.contains("permission denied") || lower.contains("operation not permitted");
+        if !(denied || lower.contains("is not writable")) {
+            continue;
         }
+        let mut found = quoted(line);
         // Then the `PATH: Permission denied` and `permission denied: PATH` forms (the
-        // other `: ` segments are program names and line numbers).
+        // other `: ` segments are program names and line numbers); a segment may be
+        // `mkdir /p` (Go's `op path: error`) or `/p, error` (cargo's cache warning).
         let parts: Vec<&str> = line.split(": ").map(str::trim).collect();
         for (i, part) in parts.iter().enumerate() {
             let p = part.to_ascii_lowercase();
             if p.starts_with("permission denied") || p.starts_with("operation not permitted") {
-                if i > 0 {
-                    found.push(parts[i - 1]);
+                let neighbours = [
+                    i.checked_sub(1).map(|j| parts[j]),
+                    parts.get(i + 1).copied(),
+                ];
+                for n in neighbours.into_iter().flatten() {
+                    if let Some(word) = n.split_whitespace().rev().find(|w| w.starts_with('/')) {
+                        found.push(word);
+                    }
                 }
-                if let Some(next) = parts.get(i + 1) {
-                    found.push(next);
-                }
+            }
+        }
+        let bare = {
+            let t = lower.trim_start();
+            t.starts_with("permission denied") || t.starts_with("operation not permitted")
+        };
+        if found.is_empty() && bare {
+            // The end of a chain: the path is on the nearest line above that quotes one.
+            if let Some(p) = lines[..i]
+                .iter()
+                .rev()
+                .take(8)
+                .find_map(|l| quoted(l).into_iter().rev().find(|p| p.starts_with('/')))
+            {
+                found.push(p);
             }
         }
         for p in found {
-            if p.starts_with('/') && !p.contains(' ') && !out.iter().any(|o| o == p) {
-                out.push(p.to_string());
-            }
+            // A directory refused on the way to the one the tool wanted (Go: "build
+            // cache at /h/.cache/go-build: mkdir /h/.cache: permission denied"): name
+            // the one it wanted, which says whose it is.
+            let wanted = line
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| "'\"`‘’,;:".contains(c)))
+                .filter(|w| w.len() > p.len() && w.starts_with(p) && w[p.len()..].starts_with('/'))
+                .max_by_key(|w| w.len());
+            push(wanted.unwrap_or(p));
         }
     }
     out
+}
+
+/// Quoted strings in `line`: '…', "…", `…` and ‘…’ (coreutils in UTF-8).
+fn quoted(line: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    for q in ['\'', '"', '`', '‘'] {
+        let close = if q == '‘' { '’' } else { q };
+        let mut rest = line;
+        while let Some(i) = rest.find(q) {
+            let after = &rest[i + q.len_utf8()..];
+            let Some(j) = after.find(close) else { break };
+            found.push(&after[..j]);
+            rest = &after[j + close.len_utf8()..];
+        }
+    }
+    found
+}
+
+/// `npm error FIELD VALUE` (npm 10+) or `npm ERR! FIELD VALUE` (npm 9): the value.
+fn npm_field<'a>(line: &'a str, field: &str) -> Option<&'a str> {
+    let rest = line
+        .strip_prefix("npm error ")
+        .or_else(|| line.strip_prefix("npm ERR! "))?;
+    rest.strip_prefix(field)?
+        .strip_prefix(' ')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]
@@ -301,5 +372,49 @@ mod denied_paths_tests {
                 "/w/made"
             ]
         );
+    }
+
+    /// What the toolchains really print when Landlock refuses their caches (captured
+    /// by running them under `whalebox run` without the matching preset).
+    #[test]
+    fn finds_the_paths_toolchains_name_when_their_caches_are_refused() {
+        let cargo = "    Updating `local` index\n\
+            warning: failed to write cache, path: /h/.cargo/registry/index/127.0.0.1-530a/.cache/wb/de/wbdep, error: Permission denied (os error 13)\n\
+            error: failed to download replaced source registry `crates-io`\n\
+            \n\
+            Caused by:\n\
+            \x20 failed to create directory `/h/.cargo/registry/cache/127.0.0.1-530a`\n\
+            \n\
+            Caused by:\n\
+            \x20 Permission denied (os error 13)\n";
+        assert_eq!(
+            denied_paths(cargo),
+            [
+                "/h/.cargo/registry/index/127.0.0.1-530a/.cache/wb/de/wbdep",
+                "/h/.cargo/registry/cache/127.0.0.1-530a"
+            ]
+        );
+        let config = "error: failed to parse manifest at `/ws/Cargo.toml`\n\nCaused by:\n  \
+            could not load Cargo configuration\n\nCaused by:\n  failed to read configuration \
+            file `/h/.cargo/config.toml`\n\nCaused by:\n  Permission denied (os error 13)\n";
+        assert_eq!(denied_paths(config), ["/h/.cargo/config.toml"]);
+        let npm10 = "npm error code EACCES\nnpm error syscall mkdir\nnpm error path /h/.npm/_cacache\n\
+            npm error errno -13\nnpm error\nnpm error Your cache folder contains root-owned files\n";
+        assert_eq!(denied_paths(npm10), ["/h/.npm/_cacache"]);
+        let npm9 = "npm ERR! code EACCES\nnpm ERR! syscall mkdir\nnpm ERR! path /root/.npm/_cacache\n\
+            npm ERR! errno -13\nnpm ERR! Error: EACCES: permission denied, mkdir '/root/.npm/_cacache'\n";
+        assert_eq!(denied_paths(npm9), ["/root/.npm/_cacache"]);
+        let go = "failed to initialize build cache at /h/.cache/go-build: mkdir /h/.cache/go-build: permission denied\n\
+            go: could not create module cache: mkdir /h/go: permission denied\n";
+        assert_eq!(denied_paths(go), ["/h/.cache/go-build", "/h/go"]);
+        let go_fresh_home = "failed to initialize build cache at /h/.cache/go-build: mkdir /h/.cache: permission denied\n";
+        assert_eq!(denied_paths(go_fresh_home), ["/h/.cache/go-build"]);
+        let pip = "WARNING: The directory '/h/.cache/pip' or its parent directory is not owned or \
+            is not writable by the current user. The cache has been disabled.\n";
+        assert_eq!(denied_paths(pip), ["/h/.cache/pip"]);
+        // A bare "Permission denied" with nothing quoted above names nothing.
+        assert!(denied_paths("building\nPermission denied\n").is_empty());
+        // npm failing for another reason names nothing.
+        assert!(denied_paths("npm error code E404\nnpm error path /x\n").is_empty());
     }
 }

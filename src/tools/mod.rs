@@ -236,7 +236,9 @@ impl Env {
     pub fn enter_sandbox(&self) -> Result<&Status, String> {
         let status = match &self.sandbox {
             Some(s) => {
-                s.create_files()?;
+                for warning in s.create_files()? {
+                    tracing::warn!("[landlock] presets: {warning}");
+                }
                 s.apply(Layer::Server)?
             }
             None => Status::off(),

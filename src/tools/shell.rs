@@ -65,6 +65,9 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
     let total_bytes = st.buffer.total_bytes();
     let total_lines = st.buffer.total_lines();
     let tail = st.buffer.tail_text(400);
+    // Permission errors are looked for further back: a tool may warn early and go on
+    // (pip without its cache), or print a long chain after the refused path.
+    let denial_tail = st.buffer.tail_text(16 * 1024);
     let silent_for = st.last_output.map(|t| t.elapsed().as_secs_f64());
     let exit = st.exit;
     let elapsed = st
@@ -118,7 +121,12 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
     });
     let mut diagnoses = diagnoses;
     if let Some(sandbox) = &env.sandbox {
-        for path in crate::shell::diagnose::denied_paths(&tail)
+        let denial_tail = if task.mode == Mode::Pty {
+            strip_terminal(denial_tail.as_bytes())
+        } else {
+            denial_tail
+        };
+        for path in crate::shell::diagnose::denied_paths(&denial_tail)
             .iter()
             .rev()
             .take(3)
@@ -425,8 +433,21 @@ impl ShellRun {
             argv: spawn::shell_argv(&shell, &a.command, cfg.rc_files),
             cwd,
             env: {
-                let mut vars =
-                    spawn::child_env(mode, &shell, &cfg.pass_env, &profile_env, &call_env);
+                // The presets' variables (CARGO_HOME …) as well: the sandbox granted the
+                // directories they name, so the tools must look there.
+                let pass: Vec<String> = cfg
+                    .pass_env
+                    .iter()
+                    .cloned()
+                    .chain(
+                        env.profile
+                            .landlock
+                            .preset_env
+                            .iter()
+                            .map(|v| v.to_string()),
+                    )
+                    .collect();
+                let mut vars = spawn::child_env(mode, &shell, &pass, &profile_env, &call_env);
                 // The server's private temporary directory (Landlock leaves /tmp closed),
                 // unless the profile or the call chose one.
                 if !vars.iter().any(|(k, _)| k == "TMPDIR") {
