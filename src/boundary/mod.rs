@@ -259,15 +259,18 @@ fn serve(mut conn: UnixStream, shared: &Shared) {
             json!({"error": e.to_string()}),
         ),
     };
-    let reply = json!({"decision": decision.as_str(), "reason": reason}).to_string();
-    let mut frame = (reply.len() as u32).to_be_bytes().to_vec();
-    frame.extend_from_slice(reply.as_bytes());
-    let _ = conn.write_all(&frame);
+    // The record goes to the audit log before the answer: once the exec is allowed, the
+    // program may finish and whalebox exit before this thread would run again (seen in
+    // release builds: `whalebox run -- touch x` ended with an empty audit log).
     if let Some(audit) = &shared.audit
         && let Ok(mut f) = audit.lock()
     {
         let _ = writeln!(f, "{record}");
     }
+    let reply = json!({"decision": decision.as_str(), "reason": reason}).to_string();
+    let mut frame = (reply.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(reply.as_bytes());
+    let _ = conn.write_all(&frame);
 }
 
 /// Append "allow KEY" to the approvals file as a policy rule (the file is created as a
