@@ -18,18 +18,26 @@ rustPlatform.buildRustPackage {
   pname = "whalebox";
   inherit (cargoToml.package) version;
 
-  # Only what the build and its tests read: editing the README or the flake does not
-  # rebuild whalebox.
+  # Only what the build and its Rust tests read: editing the README, the flake or the
+  # Python and Nix test harnesses does not rebuild whalebox.
   src = lib.fileset.toSource {
     root = ../.;
-    fileset = lib.fileset.unions [
-      ../Cargo.toml
-      ../Cargo.lock
-      ../src
-      ../tests
-      ../bench
-      ../policies
-    ];
+    fileset =
+      lib.fileset.difference
+        (lib.fileset.unions [
+          ../Cargo.toml
+          ../Cargo.lock
+          ../src
+          ../tests
+          ../bench
+          ../policies
+        ])
+        (
+          lib.fileset.unions [
+            ../tests/mcp
+            ../tests/nix
+          ]
+        );
   };
   cargoLock.lockFile = ../Cargo.lock;
 

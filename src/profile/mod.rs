@@ -474,7 +474,16 @@ impl Profile {
                 file: name.clone(),
                 line,
                 col,
-                message: e.message().trim().replace("expected one of", "valid keys:"),
+                message: {
+                    let m = e.message().trim();
+                    // serde says "expected one of" for both misspelt keys and values.
+                    let valid = if m.starts_with("unknown variant") {
+                        "valid values:"
+                    } else {
+                        "valid keys:"
+                    };
+                    m.replace("expected one of", valid)
+                },
             }
         })?;
         let invalid = |message: String| ProfileError::Invalid {
@@ -841,7 +850,9 @@ mod tests {
         let msg = err("[landlock]\nrw = [\"build\"]\n");
         assert!(msg.contains("relative"), "{msg}");
         let msg = err("[landlock]\nmode = \"strict\"\n");
-        assert!(msg.contains("enforce"), "{msg}");
+        assert!(msg.contains("valid values: `enforce`"), "{msg}");
+        let msg = err("[landlock]\nmod = \"enforce\"\n");
+        assert!(msg.contains("valid keys: `mode`"), "{msg}");
     }
 
     #[test]

@@ -68,9 +68,12 @@ def interactive(command: list[str], timeout: float = 300.0) -> None:
     read_until(b"[whalebox]")
     # Inside the sandbox's zsh the gate's socket is set and read-only (builtins only:
     # an external command could be an `ask` waiting on this terminal).
-    os.write(fd, b"print -r -- gate-${+WHALEBOX_GATE_SOCKET}; unset WHALEBOX_GATE_SOCKET 2>/dev/null; print -r -- unset-$?\n")
+    os.write(fd, b"print -r -- gate-${+WHALEBOX_GATE_SOCKET}\n")
     read_until(b"gate-1")
-    read_until(b"unset-1")
+    os.write(fd, b"unset WHALEBOX_GATE_SOCKET\n")
+    read_until(b"read-only variable")
+    os.write(fd, b"print -r -- still-${+WHALEBOX_GATE_SOCKET}\n")
+    read_until(b"still-1")
     os.write(fd, b"exit\n")
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:

@@ -30,21 +30,29 @@ let
 
   fileset = {
     # A file set is a list of paths here; nixpkgs' is a richer value, used the same way.
+    # A file set here is the paths it includes and the paths it then excludes.
     unions = paths: {
-      _fileset = paths;
+      _include = paths;
+      _exclude = [ ];
+    };
+    difference = positive: negative: {
+      _include = positive._include;
+      _exclude = positive._exclude ++ negative._include;
     };
     maybeMissing = path: path;
     toSource =
       { root, fileset }:
       let
-        roots = map toString (filter builtins.pathExists fileset._fileset);
+        strs = paths: map toString (filter builtins.pathExists paths);
+        included = strs fileset._include;
+        excluded = strs fileset._exclude;
         rootStr = toString root;
-        # Keep a path when it is in the set, or a directory on the way to one.
+        under = dir: path: path == dir || hasPrefix (dir + "/") path;
+        # Keep a path in the set (or a directory on the way to one), unless excluded.
         keep =
           path: _type:
-          builtins.any (
-            want: path == want || hasPrefix (path + "/") want || hasPrefix (want + "/") path
-          ) roots;
+          !(builtins.any (no: under no path) excluded)
+          && builtins.any (want: under want path || hasPrefix (path + "/") want) included;
       in
       builtins.path {
         name = "source";
