@@ -353,7 +353,7 @@ impl Context<'_> {
     fn join(&self, base: Base, rel: &str) -> Option<PathBuf> {
         let base = self.base(base)?;
         let path = if rel.is_empty() { base } else { base.join(rel) };
-        Some(lexical(&path))
+        Some(crate::profile::normalize(&path))
     }
 }
 
@@ -377,22 +377,6 @@ impl Base {
             GoModCache => &["GOMODCACHE", "GOPATH"],
         }
     }
-}
-
-/// Drop `.` and `..` lexically (a variable may say `~/x/../y`).
-fn lexical(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// One preset path, resolved.

@@ -749,7 +749,8 @@ fn expand(raw: &str, base: &Path, home: Option<&Path>) -> Result<PathBuf, String
     Ok(normalize(&path))
 }
 
-fn normalize(path: &Path) -> PathBuf {
+/// Drop `.` and `..` lexically (symlinks are resolved at use time, not here).
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
