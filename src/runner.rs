@@ -49,10 +49,24 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
             .map(OsString::from)
             .ok_or_else(|| "no shell found (zsh, bash or sh in PATH, or [shell] program)".into())
     };
+    let mut exec_gate = None;
     let shell: OsString = match env.shell_boundary() {
-        Ok(ShellBoundary::Gated { zsh, vars: gate }) => {
+        Ok(ShellBoundary::Gated {
+            zsh,
+            vars: gate,
+            kernel,
+            note,
+            ..
+        }) => {
             vars.extend(gate.into_iter().map(|(k, v)| (k.into(), v.into())));
-            zsh.into()
+            exec_gate = kernel;
+            if let Some(note) = note {
+                eprintln!("whalebox: {note}");
+            }
+            match zsh {
+                Some(zsh) => zsh.into(),
+                None => plain()?,
+            }
         }
         Ok(ShellBoundary::Ungated { why, best_effort }) => {
             if best_effort {
@@ -62,7 +76,7 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
         }
         Err(why) => {
             return Err(format!(
-                "the exec boundary is required, but {why}; build the gated zsh (nix/zsh/build.sh) \
+                "the exec boundary is required, but {why}; see `whalebox doctor`, \
                  or set [shell] exec_boundary = \"best-effort\""
             ));
         }
@@ -94,6 +108,10 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
     if let Some(s) = &env.sandbox {
         args.push(supervisor::SANDBOX_FLAG.into());
         args.push(serde_json::to_string(s).map_err(|e| e.to_string())?.into());
+    }
+    if let Some(socket) = &exec_gate {
+        args.push(supervisor::EXEC_GATE_FLAG.into());
+        args.push(socket.into());
     }
     args.push("--".into());
     args.push(shell.clone());

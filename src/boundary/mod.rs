@@ -4,6 +4,7 @@
 //! decision is appended to the audit log (JSONL) when the profile names one. The server
 //! and its directory go away when it is dropped.
 
+pub mod kernel;
 pub mod tty;
 
 use std::io::{Read, Write};
@@ -21,7 +22,7 @@ use crate::policy::{Decision, Policy};
 /// Above ARG_MAX plus JSON escaping: a real exec always fits.
 const MAX_REQUEST: usize = 8 << 20;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 struct Request {
     program: String,
     argv: Vec<String>,
@@ -29,6 +30,30 @@ struct Request {
     cwd: String,
     #[serde(default)]
     pid: u32,
+    /// Set by the kernel gate, which keeps one connection and many questions in flight:
+    /// the answer carries the same id.
+    #[serde(default)]
+    id: Option<u64>,
+    /// The programs that led to this exec (the kernel gate follows the process tree).
+    #[serde(default)]
+    chain: Vec<String>,
+    /// Who asks: "zsh" (its in-process gate) or "kernel" (the kernel gate); absent for
+    /// zsh and whalebox-gate talking to the server directly.
+    #[serde(default)]
+    via: Option<String>,
+    /// "call" (the exec can still fail with EACCES) or "loaded" (the image is loaded
+    /// and a denial kills it).
+    #[serde(default)]
+    stage: Option<String>,
+    /// A `#!` script's interpreter, decided in the same question (strictest wins).
+    #[serde(default)]
+    interpreter: Option<Interpreter>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+struct Interpreter {
+    program: String,
+    argv: Vec<String>,
 }
 
 /// Who settles an `ask` when nobody can be asked.
@@ -111,6 +136,12 @@ pub struct Denial {
     pub reason: String,
     /// Every rule that matched, with its file:line and justification.
     pub rules: Vec<crate::policy::Matched>,
+    /// The programs that led there, ending with the refused command
+    /// (`zsh → make → sh → git push`).
+    pub chain: Vec<String>,
+    /// The image was already loaded (a thread changed the exec after it was checked, or
+    /// the exec was not seen before): the process was killed instead of getting EACCES.
+    pub killed: bool,
 }
 
 /// The denials of one task: the first few in full, and how many there were.
@@ -196,7 +227,7 @@ impl DecisionServer {
                     let shared = serving.clone();
                     let _ = std::thread::Builder::new()
                         .name("whalebox-decision".into())
-                        .spawn(move || serve(conn, &shared));
+                        .spawn(move || serve(conn, shared));
                 }
             })?;
         Ok(DecisionServer {
@@ -246,31 +277,110 @@ fn read_frame(conn: &mut UnixStream) -> std::io::Result<Vec<u8>> {
     Ok(body)
 }
 
-fn serve(mut conn: UnixStream, shared: &Shared) {
+/// One connection: zsh and whalebox-gate ask one question and hang up; the kernel gate
+/// keeps the connection and numbers its questions. Questions that may wait for a person
+/// are answered on a thread of their own so the others are not held up.
+fn serve(mut conn: UnixStream, shared: Arc<Shared>) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-    let Ok(body) = read_frame(&mut conn) else {
+    let Ok(writer) = conn.try_clone() else {
         return;
     };
-    let (decision, reason, record) = match serde_json::from_slice::<Request>(&body) {
-        Ok(req) => decide(&req, shared),
-        Err(e) => (
-            Decision::Deny,
-            format!("a malformed request: {e}"),
-            json!({"error": e.to_string()}),
-        ),
-    };
+    let writer = Arc::new(Mutex::new(writer));
+    loop {
+        let Ok(body) = read_frame(&mut conn) else {
+            return;
+        };
+        let req = match serde_json::from_slice::<Request>(&body) {
+            Ok(req) => req,
+            Err(e) => {
+                let record = json!({"error": e.to_string()});
+                write_audit(&shared, &record);
+                reply(
+                    &writer,
+                    None,
+                    Decision::Deny,
+                    &format!("a malformed request: {e}"),
+                );
+                return;
+            }
+        };
+        if req.id.is_some() {
+            let _ = conn.set_read_timeout(None);
+        }
+        let may_wait =
+            req.id.is_some() && subject(&req, &shared.policy).2.decision == Decision::Ask;
+        if may_wait {
+            let (shared, writer) = (shared.clone(), writer.clone());
+            let _ = std::thread::Builder::new()
+                .name("whalebox-approval".into())
+                .spawn(move || answer(&req, &shared, &writer));
+        } else {
+            answer(&req, &shared, &writer);
+        }
+    }
+}
+
+fn answer(req: &Request, shared: &Shared, writer: &Mutex<UnixStream>) {
+    let (decision, reason, record) = decide(req, shared);
     // The record goes to the audit log before the answer: once the exec is allowed, the
     // program may finish and whalebox exit before this thread would run again (seen in
     // release builds: `whalebox run -- touch x` ended with an empty audit log).
+    write_audit(shared, &record);
+    reply(writer, req.id, decision, &reason);
+}
+
+fn write_audit(shared: &Shared, record: &serde_json::Value) {
     if let Some(audit) = &shared.audit
         && let Ok(mut f) = audit.lock()
     {
         let _ = writeln!(f, "{record}");
     }
-    let reply = json!({"decision": decision.as_str(), "reason": reason}).to_string();
-    let mut frame = (reply.len() as u32).to_be_bytes().to_vec();
-    frame.extend_from_slice(reply.as_bytes());
-    let _ = conn.write_all(&frame);
+}
+
+fn reply(writer: &Mutex<UnixStream>, id: Option<u64>, decision: Decision, reason: &str) {
+    let mut body = json!({"decision": decision.as_str(), "reason": reason});
+    if let Some(id) = id {
+        body["id"] = json!(id);
+    }
+    let body = body.to_string();
+    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(body.as_bytes());
+    if let Ok(mut w) = writer.lock() {
+        let _ = w.write_all(&frame);
+    }
+}
+
+/// What a question is decided on: the program, or a script's interpreter when that is
+/// the stricter of the two (both verdicts' rules are kept).
+fn subject<'a>(
+    req: &'a Request,
+    policy: &Policy,
+) -> (&'a str, &'a [String], crate::policy::Verdict) {
+    let verdict = policy.evaluate(&req.program, &req.argv);
+    let Some(interp) = &req.interpreter else {
+        return (&req.program, &req.argv, verdict);
+    };
+    let other = policy.evaluate(&interp.program, &interp.argv);
+    let mut matched = verdict.matched.clone();
+    matched.extend(other.matched.iter().cloned());
+    if other.decision > verdict.decision {
+        let reason = format!("interpreter of {}: {}", req.program, other.reason);
+        (
+            &interp.program,
+            &interp.argv,
+            crate::policy::Verdict {
+                decision: other.decision,
+                reason,
+                matched,
+            },
+        )
+    } else {
+        (
+            &req.program,
+            &req.argv,
+            crate::policy::Verdict { matched, ..verdict },
+        )
+    }
 }
 
 /// Append "allow KEY" to the approvals file as a policy rule (the file is created as a
@@ -370,29 +480,40 @@ pub(crate) fn today() -> String {
 /// The session prefix an approval covers: the program's basename, plus its first
 /// argument when the policy tells that program's subcommands apart (so allowing
 /// `git fetch` for the session does not allow `git push`).
-fn prefix(req: &Request, policy: &Policy) -> Vec<String> {
-    let base = req
-        .program
-        .rsplit('/')
-        .next()
-        .unwrap_or(&req.program)
-        .to_string();
+fn prefix(program: &str, argv: &[String], policy: &Policy) -> Vec<String> {
+    let base = program.rsplit('/').next().unwrap_or(program).to_string();
     let by_subcommand = policy
         .rules
         .iter()
         .any(|r| r.pattern.len() > 1 && r.pattern[0].contains(&base));
     std::iter::once(base.clone())
-        .chain(req.argv.get(1).cloned().filter(|_| by_subcommand))
+        .chain(argv.get(1).cloned().filter(|_| by_subcommand))
         .collect()
 }
 
+/// The refused command as the last link of a chain: its basename and arguments.
+fn command_line(program: &str, argv: &[String]) -> String {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let mut words: Vec<String> = argv.to_vec();
+    match words.first_mut() {
+        Some(first) if !first.is_empty() => *first = base(first),
+        Some(first) => *first = base(program),
+        None => words.push(base(program)),
+    }
+    let line = words.join(" ");
+    match line.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
 fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Value) {
-    let verdict = shared.policy.evaluate(&req.program, &req.argv);
+    let (program, argv, verdict) = subject(req, &shared.policy);
     let task_id = (shared.task_of)(req.pid);
     let mut approval_needed = false;
     let (decision, reason, approved_by) = match verdict.decision {
         Decision::Ask => {
-            let key = prefix(req, &shared.policy);
+            let key = prefix(program, argv, &shared.policy);
             let remembered = shared
                 .allowed
                 .lock()
@@ -404,7 +525,11 @@ fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Valu
             } else {
                 approver.and_then(|ask| {
                     ask(&ApprovalRequest {
-                        command: req.argv.join(" "),
+                        command: if req.chain.is_empty() {
+                            argv.join(" ")
+                        } else {
+                            format!("{} (run by {})", argv.join(" "), req.chain.join(" → "))
+                        },
                         reason: verdict.reason.clone(),
                         task_id: task_id.clone(),
                     })
@@ -423,7 +548,7 @@ fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Valu
                         a.push(key.clone());
                         // Under the lock, so appends from parallel approvals do not interleave.
                         if let Some(file) = &shared.approvals_file
-                            && let Err(e) = remember(file, &key, &verdict, who, &req.argv)
+                            && let Err(e) = remember(file, &key, &verdict, who, argv)
                         {
                             tracing::warn!(
                                 "cannot remember the approval in {}: {e}",
@@ -467,6 +592,9 @@ fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Valu
         }
         d => (d, verdict.reason.clone(), None),
     };
+    let mut chain = req.chain.clone();
+    chain.push(command_line(program, argv));
+    let killed = decision != Decision::Allow && req.stage.as_deref() == Some("loaded");
     if decision != Decision::Allow
         && let Some(id) = &task_id
         && let Ok(mut all) = shared.denials.lock()
@@ -475,11 +603,13 @@ fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Valu
         entry.total += 1;
         if entry.first.len() < DENIALS_KEPT {
             entry.first.push(Denial {
-                program: req.program.clone(),
-                argv: req.argv.clone(),
+                program: program.to_string(),
+                argv: argv.to_vec(),
                 approval_needed,
                 reason: reason.clone(),
                 rules: verdict.matched.clone(),
+                chain: chain.clone(),
+                killed,
             });
         }
     }
@@ -490,10 +620,15 @@ fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Valu
     let record = json!({
         "time": now,
         "task_id": task_id,
-        "program": req.program,
-        "argv": req.argv,
+        "program": program,
+        "argv": argv,
         "cwd": req.cwd,
         "pid": req.pid,
+        "chain": chain,
+        "via": req.via.as_deref().unwrap_or("zsh"),
+        "stage": req.stage,
+        "interpreter": req.interpreter,
+        "killed": killed,
         "decision": decision.as_str(),
         "policy_decision": verdict.decision.as_str(),
         "matched": verdict.matched,

@@ -317,6 +317,14 @@ pub fn denied_paths(tail: &str) -> Vec<String> {
             push(wanted.unwrap_or(p));
         }
     }
+    // A program the exec policy refused fails with EACCES too, but that is the policy,
+    // which says so in its own line ("whalebox: denied /usr/bin/touch: …"), not a fence.
+    let refused_by_policy: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("whalebox: denied "))
+        .filter_map(|rest| rest.split(": ").next())
+        .collect();
+    out.retain(|p| !refused_by_policy.contains(&p.as_str()));
     out
 }
 
@@ -398,6 +406,13 @@ mod denied_paths_tests {
             could not load Cargo configuration\n\nCaused by:\n  failed to read configuration \
             file `/h/.cargo/config.toml`\n\nCaused by:\n  Permission denied (os error 13)\n";
         assert_eq!(denied_paths(config), ["/h/.cargo/config.toml"]);
+        let policy = "whalebox: denied /usr/bin/touch: rule at p.toml:5: no\n\
+                      bash: line 1: /usr/bin/touch: Permission denied\n";
+        assert!(
+            denied_paths(policy).is_empty(),
+            "{:?}",
+            denied_paths(policy)
+        );
         let npm10 = "npm error code EACCES\nnpm error syscall mkdir\nnpm error path /h/.npm/_cacache\n\
             npm error errno -13\nnpm error\nnpm error Your cache folder contains root-owned files\n";
         assert_eq!(denied_paths(npm10), ["/h/.npm/_cacache"]);

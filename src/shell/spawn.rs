@@ -35,6 +35,8 @@ pub struct Spec {
     /// The task's Landlock layer (a serialized `guard::landlock::Sandbox`), applied by
     /// the supervisor before it starts the shell.
     pub sandbox: Option<String>,
+    /// The decision server's socket, when the task runs under the kernel exec gate.
+    pub exec_gate: Option<PathBuf>,
 }
 
 /// How to talk to a started task.
@@ -98,6 +100,10 @@ fn supervisor_argv(spec: &Spec) -> std::io::Result<(PathBuf, Vec<OsString>)> {
     if let Some(sandbox) = &spec.sandbox {
         args.push(supervisor::SANDBOX_FLAG.into());
         args.push(sandbox.into());
+    }
+    if let Some(socket) = &spec.exec_gate {
+        args.push(supervisor::EXEC_GATE_FLAG.into());
+        args.push(socket.into());
     }
     args.push("--".into());
     args.extend(spec.argv.iter().cloned());

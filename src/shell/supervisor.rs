@@ -26,6 +26,10 @@ use nix::unistd::{Pid, getpid, getppid};
 pub const SUBCOMMAND: &str = "__supervise";
 /// `--sandbox JSON`: the task's Landlock layer, applied before the shell starts.
 pub const SANDBOX_FLAG: &str = "--sandbox";
+/// `--exec-gate SOCKET`: run the task under the kernel exec gate, asking the decision
+/// server on SOCKET (see `boundary::kernel`). If the gate cannot be installed the task
+/// does not run (exit 126): the server only asks for it where it found it works.
+pub const EXEC_GATE_FLAG: &str = "--exec-gate";
 
 static HANGUP: AtomicBool = AtomicBool::new(false);
 
@@ -54,10 +58,14 @@ pub fn main(args: Vec<OsString>) -> ! {
     let server: Option<i32> = it.next().and_then(|s| s.to_str()?.parse().ok());
     let options: Vec<OsString> = it.by_ref().take_while(|a| a != "--").collect();
     let rest: Vec<OsString> = it.collect();
-    let sandbox = options
-        .iter()
-        .position(|a| a == SANDBOX_FLAG)
-        .and_then(|i| options.get(i + 1));
+    let option = |name: &str| {
+        options
+            .iter()
+            .position(|a| a == name)
+            .and_then(|i| options.get(i + 1))
+    };
+    let sandbox = option(SANDBOX_FLAG);
+    let exec_gate = option(EXEC_GATE_FLAG);
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
         eprintln!("whalebox {SUBCOMMAND}: usage: SERVER_PID -- SHELL ARGS…");
         std::process::exit(2);
@@ -80,6 +88,34 @@ pub fn main(args: Vec<OsString>) -> ! {
     if let Some(spec) = sandbox {
         enter_sandbox(spec);
     }
+    let status = match exec_gate {
+        Some(socket) => gated(shell, shell_args, socket),
+        None => plain(shell, shell_args),
+    };
+    kill_everything();
+    match status {
+        Some(Ok(code)) => std::process::exit(code),
+        Some(Err(sig)) => {
+            let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+            // SAFETY: restoring the default disposition.
+            let _ = unsafe { signal::sigaction(sig, &default) };
+            let _ = signal::sigprocmask(
+                signal::SigmaskHow::SIG_UNBLOCK,
+                Some(&SigSet::from(sig)),
+                None,
+            );
+            let _ = signal::raise(sig);
+            std::process::exit(128 + sig as i32);
+        }
+        None => std::process::exit(126),
+    }
+}
+
+/// How the task's shell ended: an exit code, a signal, or None when it is unknown.
+type Status = Option<Result<i32, Signal>>;
+
+/// Start the shell as a plain child and wait for it.
+fn plain(shell: &OsString, shell_args: &[OsString]) -> Status {
     let shell_pid = match std::process::Command::new(shell).args(shell_args).spawn() {
         Ok(child) => Pid::from_raw(child.id() as i32),
         Err(e) => {
@@ -109,22 +145,39 @@ pub fn main(args: Vec<OsString>) -> ! {
             Err(_) => break,
         }
     }
-    kill_everything();
-    match status {
-        Some(Ok(code)) => std::process::exit(code),
-        Some(Err(sig)) => {
-            let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
-            // SAFETY: restoring the default disposition.
-            let _ = unsafe { signal::sigaction(sig, &default) };
-            let _ = signal::sigprocmask(
-                signal::SigmaskHow::SIG_UNBLOCK,
-                Some(&SigSet::from(sig)),
-                None,
-            );
-            let _ = signal::raise(sig);
-            std::process::exit(128 + sig as i32);
+    status
+}
+
+/// Start the shell under the kernel exec gate and serve its execs until it ends.
+fn gated(shell: &OsString, shell_args: &[OsString], socket: &OsString) -> Status {
+    use crate::boundary::kernel::tracer::{self, End, Options};
+    let timeout_ms = std::env::var("WHALEBOX_GATE_TIMEOUT_MS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(120_000);
+    let options = Options {
+        server: Some(socket.into()),
+        timeout: Duration::from_millis(timeout_ms),
+        tmp: std::env::var_os("TMPDIR")
+            .map(Into::into)
+            .unwrap_or_else(std::env::temp_dir),
+    };
+    match tracer::run(shell, shell_args, &options, &|| {
+        HANGUP.load(Ordering::SeqCst)
+    }) {
+        Ok(End::Exited(code)) => Some(Ok(code)),
+        Ok(End::Signaled(sig)) => Some(Err(sig)),
+        Ok(End::Hangup) => {
+            kill_everything();
+            std::process::exit(129);
         }
-        None => std::process::exit(126),
+        Err(why) => {
+            eprintln!(
+                "whalebox: the exec boundary could not be installed: {why}; not running the command"
+            );
+            kill_everything();
+            std::process::exit(126);
+        }
     }
 }
 

@@ -384,11 +384,20 @@ impl ShellRun {
         let mut notes = Vec::new();
         let mut gate_env: Vec<(String, String)> = Vec::new();
         let mut gated_zsh = None;
+        let mut exec_gate = None;
         let boundary = match env.shell_boundary() {
-            Ok(ShellBoundary::Gated { zsh, vars }) => {
+            Ok(ShellBoundary::Gated {
+                zsh,
+                vars,
+                kernel,
+                status,
+                note,
+            }) => {
                 gate_env = vars;
-                gated_zsh = Some(zsh.clone());
-                json!({"gated": true, "zsh": zsh.display().to_string()})
+                gated_zsh = zsh;
+                exec_gate = kernel;
+                notes.extend(note);
+                status
             }
             Ok(ShellBoundary::Ungated { why, best_effort }) => {
                 if best_effort {
@@ -396,13 +405,13 @@ impl ShellRun {
                         "running ungated (exec_boundary = best-effort): {why}"
                     ));
                 }
-                json!({"gated": false, "reason": why})
+                json!({"gated": false, "kernel": false, "reason": why})
             }
             Err(why) => {
                 return Err(ToolError::new(
                     Code::Unsupported,
                     format!("the exec boundary is required, but {why}"),
-                    "build the gated zsh (nix/zsh/build.sh) or point [shell] zsh at it; or set exec_boundary = \"best-effort\"",
+                    "see `whalebox doctor` for what is missing and what to do; or set exec_boundary = \"best-effort\"",
                 ));
             }
         };
@@ -460,6 +469,7 @@ impl ShellRun {
             },
             rows: cfg.pty_rows,
             cols: cfg.pty_cols,
+            exec_gate,
             sandbox: match &env.sandbox {
                 Some(s) => Some(serde_json::to_string(s).map_err(|e| {
                     ToolError::internal(format!("cannot hand the sandbox to the task: {e}"))
