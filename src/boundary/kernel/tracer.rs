@@ -213,6 +213,10 @@ pub fn run(
         Ok(ForkResult::Child) => {
             drop(report_r);
             let _ = signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+            // Rust ignores SIGPIPE and an ignored signal survives exec: give the task the
+            // default back, as std's Command does (else `yes | head` ends with an error).
+            // SAFETY: restoring a default disposition.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
             let _ = signal::raise(Signal::SIGSTOP);
             if let Err(e) = filter::install(&bpf) {
                 let _ = nix::unistd::write(&report_w, e.as_bytes());
