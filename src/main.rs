@@ -302,6 +302,10 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
     } else {
         json!({"found": false, "why": "the exec boundary is off (or the shell group is)"})
     };
+    let kernel_gate = match env.kernel_gate() {
+        Ok(()) => json!({"works": true}),
+        Err(why) => json!({"works": false, "why": why}),
+    };
     let report = json!({
         "profile": env.profile.source_name(),
         "workspace": env.guard.workspace(),
@@ -310,6 +314,7 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         "private_tmp": env.private.tmp,
         "exec_boundary": env.profile.shell.exec_boundary,
         "gated_zsh": zsh,
+        "kernel_exec_gate": kernel_gate,
         "policy": env.profile.policy.as_ref().map(|p| p.display().to_string())
             .unwrap_or_else(|| "embedded default".into()),
         "presets": env.profile.landlock.presets,
@@ -356,6 +361,27 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         ),
         Ok(_) => println!("gated zsh:  not used (exec boundary off)"),
         Err(why) => println!("gated zsh:  not found: {why}"),
+    }
+    match env.kernel_gate() {
+        Ok(()) => println!(
+            "exec gate:  kernel (seccomp + ptrace): every exec of every process of a task is decided{}",
+            if env.policy.is_some() {
+                ""
+            } else {
+                " (not used: the exec boundary is off)"
+            }
+        ),
+        Err(why) => {
+            println!("exec gate:  the kernel gate cannot run here: {why}");
+            println!(
+                "            what it means: only the gated zsh's own execs are decided; \
+                 exec_boundary = \"required\" refuses to run commands"
+            );
+            println!(
+                "            what to do: allow ptrace and seccomp for whalebox (a container's \
+                 seccomp profile, Yama ptrace_scope < 3), on x86_64"
+            );
+        }
     }
     ExitCode::SUCCESS
 }

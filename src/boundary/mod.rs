@@ -48,6 +48,21 @@ struct Request {
     /// A `#!` script's interpreter, decided in the same question (strictest wins).
     #[serde(default)]
     interpreter: Option<Interpreter>,
+    /// The kernel gate already allowed this exec by the same policy and only wants it
+    /// in the audit log (and the answer as an acknowledgement).
+    #[serde(default)]
+    record_only: bool,
+    /// The connecting process (SO_PEERCRED): the task's supervisor for the kernel gate,
+    /// which finds the task when the exec's own process is already gone.
+    #[serde(skip)]
+    peer: u32,
+}
+
+/// The kernel gate's first message: it asks for the policy itself.
+#[derive(Debug, Deserialize)]
+struct Hello {
+    id: u64,
+    want: String,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
@@ -286,12 +301,27 @@ fn serve(mut conn: UnixStream, shared: Arc<Shared>) {
         return;
     };
     let writer = Arc::new(Mutex::new(writer));
+    let peer = nix::sys::socket::getsockopt(&conn, nix::sys::socket::sockopt::PeerCredentials)
+        .map(|c| c.pid() as u32)
+        .unwrap_or(0);
     loop {
         let Ok(body) = read_frame(&mut conn) else {
             return;
         };
+        if let Ok(hello) = serde_json::from_slice::<Hello>(&body)
+            && hello.want == "policy"
+        {
+            let answer = json!({"id": hello.id, "policy": &*shared.policy}).to_string();
+            let mut frame = (answer.len() as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(answer.as_bytes());
+            if let Ok(mut w) = writer.lock() {
+                let _ = w.write_all(&frame);
+            }
+            let _ = conn.set_read_timeout(None);
+            continue;
+        }
         let req = match serde_json::from_slice::<Request>(&body) {
-            Ok(req) => req,
+            Ok(req) => Request { peer, ..req },
             Err(e) => {
                 let record = json!({"error": e.to_string()});
                 write_audit(&shared, &record);
@@ -307,8 +337,9 @@ fn serve(mut conn: UnixStream, shared: Arc<Shared>) {
         if req.id.is_some() {
             let _ = conn.set_read_timeout(None);
         }
-        let may_wait =
-            req.id.is_some() && subject(&req, &shared.policy).2.decision == Decision::Ask;
+        let may_wait = req.id.is_some()
+            && !req.record_only
+            && subject(&req, &shared.policy).2.decision == Decision::Ask;
         if may_wait {
             let (shared, writer) = (shared.clone(), writer.clone());
             let _ = std::thread::Builder::new()
@@ -509,7 +540,7 @@ fn command_line(program: &str, argv: &[String]) -> String {
 
 fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Value) {
     let (program, argv, verdict) = subject(req, &shared.policy);
-    let task_id = (shared.task_of)(req.pid);
+    let task_id = (shared.task_of)(req.pid).or_else(|| (shared.task_of)(req.peer));
     let mut approval_needed = false;
     let (decision, reason, approved_by) = match verdict.decision {
         Decision::Ask => {

@@ -87,7 +87,7 @@ pub fn json_schema() -> serde_json::Value {
 }
 
 /// One rule, with where it was written.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Rule {
     /// Alternatives for each position: the program, then the arguments as a prefix.
     pub pattern: Vec<Vec<String>>,
@@ -97,7 +97,9 @@ pub struct Rule {
     pub source: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A loaded policy. Serializable, so the decision server can hand the very policy it
+/// loaded to the kernel gate of each task (which settles `allow` verdicts itself).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Policy {
     pub default: Decision,
     pub allow_read_only: bool,
