@@ -381,17 +381,25 @@ fn reply(writer: &Mutex<UnixStream>, id: Option<u64>, decision: Decision, reason
     }
 }
 
+/// Whether an exec is made by a program other than the task's shell (the policy's
+/// `default_nested` applies to it): the kernel gate saw it, and a program below the
+/// task's first one makes it. zsh's own gate only ever asks about zsh's commands.
+pub fn nested(via: Option<&str>, chain_len: usize) -> bool {
+    via == Some("kernel") && chain_len > 1
+}
+
 /// What a question is decided on: the program, or a script's interpreter when that is
 /// the stricter of the two (both verdicts' rules are kept).
 fn subject<'a>(
     req: &'a Request,
     policy: &Policy,
 ) -> (&'a str, &'a [String], crate::policy::Verdict) {
-    let verdict = policy.evaluate(&req.program, &req.argv);
+    let nested = nested(req.via.as_deref(), req.chain.len());
+    let verdict = policy.evaluate_exec(&req.program, &req.argv, nested);
     let Some(interp) = &req.interpreter else {
         return (&req.program, &req.argv, verdict);
     };
-    let other = policy.evaluate(&interp.program, &interp.argv);
+    let other = policy.evaluate_exec(&interp.program, &interp.argv, nested);
     let mut matched = verdict.matched.clone();
     matched.extend(other.matched.iter().cloned());
     if other.decision > verdict.decision {

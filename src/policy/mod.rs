@@ -50,6 +50,10 @@ struct PolicyFile {
     include: Vec<String>,
     /// With default = "ask": allow what the read-only classifier is sure of.
     allow_read_only: Option<bool>,
+    /// The decision when no rule matches an exec that a program other than the task's
+    /// shell makes (a compiler's cc1, a build script, a test binary, what `make` or
+    /// `python3 -c` starts). Default: allow. Rules bind every exec either way.
+    default_nested: Option<Decision>,
     /// The rules; every matching rule counts and the strictest wins (deny > ask > allow).
     #[serde(default)]
     rule: Vec<RuleFile>,
@@ -102,6 +106,10 @@ pub struct Rule {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Policy {
     pub default: Decision,
+    /// The default for execs made by programs other than the task's shell (the kernel
+    /// exec gate sees those); rules apply to them as to the shell's own.
+    #[serde(default = "allow")]
+    pub default_nested: Decision,
     pub allow_read_only: bool,
     pub rules: Vec<Rule>,
     /// The files it was loaded from, the top one first.
@@ -141,6 +149,7 @@ impl Policy {
         let policy = Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
+            default_nested: top.2.unwrap_or(Decision::Allow),
             rules,
             files,
         };
@@ -161,6 +170,7 @@ impl Policy {
         Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
+            default_nested: top.2.unwrap_or(Decision::Allow),
             rules,
             files: Vec::new(),
         }
@@ -168,6 +178,12 @@ impl Policy {
 
     /// Judge one exec: `program` as the shell resolved it, `argv` as given (argv[0] first).
     pub fn evaluate(&self, program: &str, argv: &[String]) -> Verdict {
+        self.evaluate_exec(program, argv, false)
+    }
+
+    /// Judge one exec; `nested`: a program other than the task's shell makes it, so
+    /// `default_nested` applies when no rule matches.
+    pub fn evaluate_exec(&self, program: &str, argv: &[String], nested: bool) -> Verdict {
         let mut matched = Vec::new();
         let mut strictest: Option<Decision> = None;
         let mut forced: Option<(Decision, String)> = None;
@@ -222,6 +238,17 @@ impl Policy {
                 matched,
             };
         }
+        if nested {
+            return Verdict {
+                decision: self.default_nested,
+                reason: format!(
+                    "no rule matched; the policy's default for execs made by other programs \
+                     (default_nested) is {}",
+                    self.default_nested.as_str()
+                ),
+                matched,
+            };
+        }
         if self.allow_read_only && self.default == Decision::Ask {
             let line = commands.iter().map(|(p, a)| show(p, a)).collect::<Vec<_>>();
             if line
@@ -252,7 +279,11 @@ impl Policy {
     }
 }
 
-type Top = (Option<Decision>, Option<bool>);
+type Top = (Option<Decision>, Option<bool>, Option<Decision>);
+
+fn allow() -> Decision {
+    Decision::Allow
+}
 
 fn load_file(
     path: &Path,
@@ -346,7 +377,7 @@ fn parse(
         }
         rules.push(rule);
     }
-    Ok((file.default, file.allow_read_only))
+    Ok((file.default, file.allow_read_only, file.default_nested))
 }
 
 /// Whitespace-separated words, with simple single or double quotes (for examples and
@@ -533,6 +564,7 @@ mod tests {
         Ok(Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
+            default_nested: top.2.unwrap_or(Decision::Allow),
             rules,
             files: vec![],
         })

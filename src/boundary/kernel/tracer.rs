@@ -491,6 +491,10 @@ impl Tracer {
         let Some(policy) = &self.policy else {
             return false;
         };
+        let nested = crate::boundary::nested(
+            request["via"].as_str(),
+            request["chain"].as_array().map_or(0, Vec::len),
+        );
         let allows = |v: &Value| {
             let argv: Vec<String> = v["argv"]
                 .as_array()
@@ -501,7 +505,7 @@ impl Tracer {
                 })
                 .unwrap_or_default();
             let program = v["program"].as_str().unwrap_or_default();
-            policy.evaluate(program, &argv).decision == Decision::Allow
+            policy.evaluate_exec(program, &argv, nested).decision == Decision::Allow
         };
         allows(request) && (request["interpreter"].is_null() || allows(&request["interpreter"]))
     }
@@ -780,10 +784,10 @@ impl Tracer {
             }
             return;
         }
-        if let Err(why) = self.ask(request, Waiting::Zsh { conn, pid, decided }) {
-            if let Some(p) = &mut self.proxy {
-                p.answer(conn, &json!({"decision": "deny", "reason": why}));
-            }
+        if let Err(why) = self.ask(request, Waiting::Zsh { conn, pid, decided })
+            && let Some(p) = &mut self.proxy
+        {
+            p.answer(conn, &json!({"decision": "deny", "reason": why}));
         }
     }
 
