@@ -167,6 +167,26 @@ fn instructions(registry: &Registry, env: &Env) -> String {
     }
     text.push_str(&format!(" Tools: {}.", registry.names().join(", ")));
     text.push_str(&format!(" Sandbox: {}.", env.sandbox_status().summary()));
+    if registry.names().contains(&"shell_run") && env.policy.is_some() {
+        text.push_str(&match env.shell_boundary() {
+            Ok(crate::tools::ShellBoundary::Gated { status, .. }) if status["kernel"] == true => {
+                " Exec policy: every program any command starts is decided by the policy; a \
+                 refused one fails with EACCES after a `whalebox: denied` line, and the result \
+                 lists it."
+                    .to_string()
+            }
+            Ok(crate::tools::ShellBoundary::Gated { status, .. }) => format!(
+                " Exec policy: partial: {}.",
+                status["not_covered"].as_str().unwrap_or_default()
+            ),
+            Ok(crate::tools::ShellBoundary::Ungated { why, .. }) => {
+                format!(" Exec policy: not enforced ({why}).")
+            }
+            Err(why) => {
+                format!(" Shell commands are refused: the exec boundary is required, but {why}.")
+            }
+        });
+    }
     if env.sandbox.is_some() {
         text.push_str(&format!(
             " Shell commands may write only in the workspace and $TMPDIR ({}), not /tmp.",

@@ -1,0 +1,296 @@
+//! The kernel exec gate against attempts to get around it and against a decision server
+//! that misbehaves: a task's own seccomp filter, ptrace from inside a task, a machine
+//! that refuses ptrace (fail closed), a server that never answers or hangs up, exec and
+//! fork storms. Real programs, the real kernel; C helpers are compiled from tests/exec/.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Fixture, text};
+use serde_json::json;
+
+fn fixture(mode: &str) -> Fixture {
+    let f = Fixture::new();
+    std::fs::write(
+        f.root.join("policy.toml"),
+        "version = 1\ndefault = \"allow\"\n\n[[rule]]\npattern = [\"touch\"]\ndecision = \"deny\"\njustification = \"tests deny touch\"\n",
+    )
+    .unwrap();
+    f.with_profile(&format!(
+        "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"{mode}\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
+        common::gated_zsh().display()
+    ))
+}
+
+/// Compile tests/exec/NAME.c into DIR, or None (with the reason printed) without cc.
+fn compile(name: &str, dir: &Path) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/exec/{name}.c"));
+    let out = dir.join(name);
+    match Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+    {
+        Ok(s) if s.success() => Some(out),
+        other => {
+            eprintln!(
+                "SKIPPED: cannot compile {name}.c with cc ({other:?}); this test needs a C compiler"
+            );
+            None
+        }
+    }
+}
+
+fn made(f: &Fixture) -> Vec<String> {
+    std::fs::read_dir(&f.ws)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("made"))
+        .collect()
+}
+
+#[test]
+fn a_tasks_own_seccomp_filter_cannot_skip_the_gate() {
+    let f = fixture("required");
+    let Some(escape) = compile("notify_escape", &f.ws) else {
+        return;
+    };
+    let touch = common::system_program("touch");
+    let (_, env) = f.call(
+        "shell_run",
+        &json!({"command": format!("{} {} made-escape; echo rc=$?", escape.display(), touch.display())})
+            .to_string(),
+    );
+    let t = text(&env);
+    assert!(made(&f).is_empty(), "the escape ran touch:\n{t}");
+    assert!(t.contains("rc=137"), "killed before it ran:\n{t}");
+    assert!(t.contains("whalebox: killed"), "{t}");
+    assert_eq!(env["code"], "denied_by_policy", "{t}");
+    let denial = &env["data"]["denials"][0];
+    assert_eq!(denial["killed"], true, "{denial}");
+    let chain: Vec<&str> = denial["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(chain[..2], ["zsh", "notify_escape"], "{chain:?}");
+}
+
+#[test]
+fn ptrace_inside_a_task_is_refused_and_the_task_goes_on() {
+    let f = fixture("required");
+    let script = "import ctypes\n\
+                  libc = ctypes.CDLL(None, use_errno=True)\n\
+                  print('traceme', libc.ptrace(0, 0, 0, 0), ctypes.get_errno())\n";
+    std::fs::write(f.ws.join("traceme.py"), script).unwrap();
+    let env = f.ok(
+        "shell_run",
+        &json!({"command": "python3 traceme.py; echo after"}).to_string(),
+    );
+    let t = text(&env);
+    assert!(
+        t.contains("traceme -1 1\n"),
+        "PTRACE_TRACEME is EPERM:\n{t}"
+    );
+    assert!(t.contains("after"), "{t}");
+}
+
+#[test]
+fn detached_and_double_forked_processes_stay_gated() {
+    let f = fixture("required");
+    let (_, env) = f.call(
+        "shell_run",
+        &json!({"command": "sh -c '(setsid sh -c \"touch made-double\" &) ; sleep 0.5'; \
+                            nohup sh -c 'touch made-nohup' >/dev/null 2>&1 & sleep 0.5; echo end"})
+        .to_string(),
+    );
+    let t = text(&env);
+    assert!(made(&f).is_empty(), "{:?}\n{t}", made(&f));
+    // dash tries each PATH directory in turn, so one command can be refused more than once.
+    let denied: Vec<String> = env["data"]["denials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["chain"].as_array().unwrap().last().unwrap().to_string())
+        .collect();
+    assert!(
+        denied.iter().any(|c| c.contains("made-double")),
+        "{denied:?}"
+    );
+    assert!(
+        denied.iter().any(|c| c.contains("made-nohup")),
+        "{denied:?}"
+    );
+}
+
+#[test]
+fn exec_and_fork_storms_finish_with_every_exec_decided() {
+    let f = fixture("required");
+    let env = f.ok(
+        "shell_run",
+        &json!({"command": "seq 200 | xargs -P4 -n1 /bin/true && \
+                            for i in {1..200}; do /bin/true & done; wait; echo storm-done",
+                "yield_time_ms": 50000})
+        .to_string(),
+    );
+    assert!(text(&env).contains("storm-done"), "{}", text(&env));
+    let audit = std::fs::read_to_string(f.root.join("audit.jsonl")).unwrap();
+    let trues = audit
+        .lines()
+        .filter(|l| l.contains("\"program\":\"/bin/true\""))
+        .count();
+    assert_eq!(trues, 400, "every exec of true is in the audit log once");
+}
+
+/// `whalebox __supervise` run directly, gating `sh -c COMMAND` against `socket`.
+fn supervise(
+    f: &Fixture,
+    socket: &Path,
+    command: &str,
+    timeout_ms: u64,
+) -> (std::process::Output, Duration) {
+    let sh = common::system_program("sh");
+    let start = Instant::now();
+    let out = Command::new(common::bin())
+        .args([
+            "__supervise",
+            &std::process::id().to_string(),
+            "--exec-gate",
+        ])
+        .arg(socket)
+        .arg("--")
+        .arg(&sh)
+        .args(["-c", command])
+        .current_dir(&f.ws)
+        .env("TMPDIR", &f.root)
+        .env("WHALEBOX_GATE_TIMEOUT_MS", timeout_ms.to_string())
+        .output()
+        .unwrap();
+    (out, start.elapsed())
+}
+
+#[test]
+fn a_decision_server_that_never_answers_is_a_denial_not_a_hang() {
+    let f = Fixture::new();
+    let socket = f.root.join("silent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // Accept and keep every connection open without a word.
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for conn in listener.incoming() {
+            kept.push(conn);
+        }
+    });
+    let (out, took) = supervise(&f, &socket, "touch made-silent; echo rc=$?", 500);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(made(&f).is_empty());
+    assert!(
+        stdout.contains("rc=126") || stdout.contains("rc=1"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("no answer from the decision server"),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_secs(20), "it took {took:?}");
+}
+
+#[test]
+fn a_decision_server_that_hangs_up_denies_every_exec() {
+    let f = Fixture::new();
+    let socket = f.root.join("rude.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            drop(conn);
+        }
+    });
+    let (out, _) = supervise(
+        &f,
+        &socket,
+        "touch made-rude; /bin/true && echo ran-true; echo end",
+        5000,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(made(&f).is_empty());
+    assert!(!stdout.contains("ran-true"), "{stdout}");
+    assert!(stdout.contains("end"), "the shell itself goes on: {stdout}");
+    assert!(stderr.contains("whalebox: denied"), "{stderr}");
+}
+
+#[test]
+fn without_ptrace_required_refuses_and_best_effort_says_what_is_not_covered() {
+    let f = fixture("required");
+    let Some(no_ptrace) = compile("no_ptrace", &f.root) else {
+        return;
+    };
+    let run = |f: &Fixture, args: &[&str]| {
+        let mut argv: Vec<String> = vec![common::bin().into()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        Command::new(&no_ptrace)
+            .args(&argv)
+            .current_dir(&f.ws)
+            .env("HOME", &f.home)
+            .env_remove("WHALEBOX_PROFILE")
+            .env_remove("WHALEBOX_POLICY")
+            .output()
+            .unwrap()
+    };
+    let profile = f.profile.clone().unwrap();
+    let p = profile.to_str().unwrap();
+    let args = json!({"command": "bash -c 'touch made-np'"}).to_string();
+    let out = run(&f, &["call", "shell_run", "--profile", p, "--args", &args]);
+    let env = common::envelope(&out);
+    assert_eq!(env["code"], "unsupported", "{env}");
+    assert!(text(&env).contains("ptrace is refused"), "{}", text(&env));
+    assert!(made(&f).is_empty());
+
+    let out = run(&f, &["doctor", "--profile", p]);
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doctor.contains("the kernel gate cannot run here"),
+        "{doctor}"
+    );
+
+    let best = f.root.join("best.toml");
+    std::fs::write(
+        &best,
+        std::fs::read_to_string(&profile)
+            .unwrap()
+            .replace("required", "best-effort"),
+    )
+    .unwrap();
+    let out = run(
+        &f,
+        &[
+            "call",
+            "shell_run",
+            "--profile",
+            best.to_str().unwrap(),
+            "--args",
+            &args,
+        ],
+    );
+    let env = common::envelope(&out);
+    assert_eq!(env["data"]["exec_boundary"]["kernel"], false, "{env}");
+    assert!(
+        env["data"]["exec_boundary"]["not_covered"]
+            .as_str()
+            .unwrap()
+            .contains("sh -c"),
+        "{env}"
+    );
+    assert!(
+        text(&env).contains("only the gated zsh's own execs are decided"),
+        "{}",
+        text(&env)
+    );
+}
