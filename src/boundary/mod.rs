@@ -49,7 +49,7 @@ struct Request {
     #[serde(default)]
     interpreter: Option<Interpreter>,
     /// The kernel gate already allowed this exec by the same policy and only wants it
-    /// in the audit log (and the answer as an acknowledgement).
+    /// in the audit log: no answer.
     #[serde(default)]
     record_only: bool,
     /// The connecting process (SO_PEERCRED): the task's supervisor for the kernel gate,
@@ -58,7 +58,8 @@ struct Request {
     peer: u32,
 }
 
-/// The kernel gate's first message: it asks for the policy itself.
+/// The kernel gate's own messages: it asks for the policy when it starts, and for a
+/// sync (every record it sent is in the audit log) before its task ends.
 #[derive(Debug, Deserialize)]
 struct Hello {
     id: u64,
@@ -308,10 +309,14 @@ fn serve(mut conn: UnixStream, shared: Arc<Shared>) {
         let Ok(body) = read_frame(&mut conn) else {
             return;
         };
-        if let Ok(hello) = serde_json::from_slice::<Hello>(&body)
-            && hello.want == "policy"
-        {
-            let answer = json!({"id": hello.id, "policy": &*shared.policy}).to_string();
+        if let Ok(hello) = serde_json::from_slice::<Hello>(&body) {
+            // "policy": the policy itself; "sync": an empty answer, written after every
+            // record sent before it (they are handled in order on this connection).
+            let answer = match hello.want.as_str() {
+                "policy" => json!({"id": hello.id, "policy": &*shared.policy}),
+                _ => json!({"id": hello.id}),
+            }
+            .to_string();
             let mut frame = (answer.len() as u32).to_be_bytes().to_vec();
             frame.extend_from_slice(answer.as_bytes());
             if let Ok(mut w) = writer.lock() {
@@ -353,6 +358,11 @@ fn serve(mut conn: UnixStream, shared: Arc<Shared>) {
 
 fn answer(req: &Request, shared: &Shared, writer: &Mutex<UnixStream>) {
     let (decision, reason, record) = decide(req, shared);
+    if req.record_only {
+        // The kernel gate decided it already; it asks for a "sync" once at the end.
+        write_audit(shared, &record);
+        return;
+    }
     // The record goes to the audit log before the answer: once the exec is allowed, the
     // program may finish and whalebox exit before this thread would run again (seen in
     // release builds: `whalebox run -- touch x` ended with an empty audit log).

@@ -60,7 +60,7 @@ impl Frames {
     }
 }
 
-fn frame(body: &Value) -> Vec<u8> {
+pub fn frame(body: &Value) -> Vec<u8> {
     let text = body.to_string();
     let mut out = (text.len() as u32).to_be_bytes().to_vec();
     out.extend_from_slice(text.as_bytes());
@@ -132,6 +132,19 @@ impl Server {
         }
         let stream = self.stream.as_mut().expect("connected while not gone");
         if let Err(e) = send_all(stream, &frame(request)) {
+            self.lose(format!("the decision server went away: {e}"));
+            return Err(self.gone.clone().unwrap_or_default());
+        }
+        Ok(())
+    }
+
+    /// Send frames already made (records, batched).
+    pub fn send_frames(&mut self, frames: &[u8]) -> Result<(), String> {
+        if let Some(why) = &self.gone {
+            return Err(why.clone());
+        }
+        let stream = self.stream.as_mut().expect("connected while not gone");
+        if let Err(e) = send_all(stream, frames) {
             self.lose(format!("the decision server went away: {e}"));
             return Err(self.gone.clone().unwrap_or_default());
         }

@@ -41,6 +41,9 @@ use super::link::{Proxy, Server};
 use super::tracee::{self, ExecCall, FileId, Loaded};
 use crate::policy::{Decision, Policy};
 
+/// How often batched audit records go to the server.
+const RECORDS_EVERY_MS: u16 = 20;
+
 /// How the gate is run.
 pub struct Options {
     /// The decision server's socket.
@@ -171,9 +174,11 @@ struct Tracer {
     /// without a round trip, and only recorded (everything else goes to the server,
     /// which asks people, remembers approvals and keeps the task's denials).
     policy: Option<Policy>,
-    /// Records sent and not yet acknowledged (waited for before the task ends, so the
-    /// audit log is complete when whalebox reports the task).
-    unacked: HashSet<u64>,
+    /// Records of execs allowed here, not sent yet: they go in batches (one wake-up of
+    /// the server for many execs), and a sync before the task ends makes sure the
+    /// audit log is complete when whalebox reports the task.
+    records: Vec<u8>,
+    records_since: Option<Instant>,
 }
 
 /// Start `program args` as the traced root of a task and serve its execs until it ends.
@@ -298,7 +303,8 @@ pub fn run(
         proxy,
         timeout: options.timeout,
         policy: None,
-        unacked: HashSet::new(),
+        records: Vec::new(),
+        records_since: None,
     };
     let _ = tracer.server.send(&json!({"id": 0, "want": "policy"}));
     let end = tracer.serve(&signals, hung_up);
@@ -331,6 +337,12 @@ impl Tracer {
                 return Ok(end);
             }
             self.expire();
+            if self
+                .records_since
+                .is_some_and(|t| t.elapsed() >= Duration::from_millis(RECORDS_EVERY_MS.into()))
+            {
+                self.send_records();
+            }
             // Which descriptor is which: 0 signals, 1 server, 2 listener, then conns.
             let (sig_ready, server_ready, listener_ready, conn_keys) = {
                 let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
@@ -347,8 +359,10 @@ impl Tracer {
                         fds.push(PollFd::new(fd, PollFlags::POLLIN));
                     }
                 }
-                let timeout = if self.waiting.is_empty() {
-                    1000u16
+                let timeout = if !self.records.is_empty() {
+                    RECORDS_EVERY_MS
+                } else if self.waiting.is_empty() {
+                    1000
                 } else {
                     200
                 };
@@ -510,34 +524,52 @@ impl Tracer {
         allows(request) && (request["interpreter"].is_null() || allows(&request["interpreter"]))
     }
 
-    /// Send an exec already allowed here to the server for the audit log.
+    /// Keep the record of an exec allowed here for the server's audit log.
     fn record(&mut self, mut request: Value) {
-        self.next_id += 1;
-        let id = self.next_id;
-        request["id"] = json!(id);
         request["record_only"] = json!(true);
-        if self.server.send(&request).is_ok() {
-            self.unacked.insert(id);
+        self.records
+            .extend_from_slice(&super::link::frame(&request));
+        self.records_since.get_or_insert_with(Instant::now);
+        if self.records.len() > 64 * 1024 {
+            self.send_records();
         }
     }
 
-    /// Wait (a bounded time) for the server to acknowledge every record.
+    fn send_records(&mut self) {
+        if !self.records.is_empty() {
+            let _ = self.server.send_frames(&self.records);
+            self.records.clear();
+        }
+        self.records_since = None;
+    }
+
+    /// Send what is left and wait (a bounded time) until the server has written it.
     fn flush(&mut self, limit: Duration) {
+        self.send_records();
+        self.next_id += 1;
+        let sync = self.next_id;
+        if self
+            .server
+            .send(&json!({"id": sync, "want": "sync"}))
+            .is_err()
+        {
+            return;
+        }
         let start = Instant::now();
-        while !self.unacked.is_empty() && self.server.gone.is_none() && start.elapsed() < limit {
+        while self.server.gone.is_none() && start.elapsed() < limit {
             if let Some(fd) = self.server.fd() {
                 let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
                 let _ = poll(&mut fds, PollTimeout::from(100u16));
             }
-            for answer in self.server.answers() {
-                if let Some(id) = answer["id"].as_u64() {
-                    self.unacked.remove(&id);
-                }
+            if self.server.answers().iter().any(|a| a["id"] == sync) {
+                return;
             }
         }
     }
 
     fn ask(&mut self, mut request: Value, waiting: Waiting) -> Result<(), String> {
+        // Records first, so the audit log keeps the order execs were decided in.
+        self.send_records();
         self.next_id += 1;
         let id = self.next_id;
         request["id"] = json!(id);
@@ -794,11 +826,6 @@ impl Tracer {
     fn answered(&mut self, answer: &Value) {
         if answer["id"] == 0 && !answer["policy"].is_null() {
             self.policy = serde_json::from_value(answer["policy"].clone()).ok();
-            return;
-        }
-        if let Some(id) = answer["id"].as_u64()
-            && self.unacked.remove(&id)
-        {
             return;
         }
         let Some((waiting, _)) = answer["id"]
