@@ -453,7 +453,11 @@ enum Unwrapped {
     NotAWrapper,
 }
 
-const BOUNDARY_VARS: &[&str] = &["WHALEBOX_GATE", "WHALEBOX_GATE_SOCKET"];
+const BOUNDARY_VARS: &[&str] = &[
+    "WHALEBOX_GATE",
+    "WHALEBOX_GATE_SOCKET",
+    "WHALEBOX_GATE_KERNEL",
+];
 
 /// The command a transparent wrapper runs, if `program` is one.
 fn unwrap(program: &str, args: &[String]) -> Unwrapped {

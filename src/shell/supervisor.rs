@@ -158,9 +158,6 @@ fn gated(shell: &OsString, shell_args: &[OsString], socket: &OsString) -> Status
     let options = Options {
         server: Some(socket.into()),
         timeout: Duration::from_millis(timeout_ms),
-        tmp: std::env::var_os("TMPDIR")
-            .map(Into::into)
-            .unwrap_or_else(std::env::temp_dir),
     };
     match tracer::run(shell, shell_args, &options, &|| {
         HANGUP.load(Ordering::SeqCst)

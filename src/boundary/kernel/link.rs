@@ -1,21 +1,12 @@
-//! The gate's two conversations, both in the decision server's framing (a 4-byte
-//! big-endian length, then JSON):
-//!
-//! - [`Server`]: the gate's one connection to the decision server, kept for the whole
-//!   task. Requests carry an `id` and answers come back with it, in any order (an `ask`
-//!   may wait for a person while other execs are decided).
-//! - [`Proxy`]: the socket zsh's in-process gate is pointed at instead of the server.
-//!   It forwards each question and remembers what was allowed, for which process (by
-//!   the kernel's SO_PEERCRED, not by what the request claims), so that when that
-//!   process then makes the exec the kernel gate recognizes it and does not decide it a
-//!   second time.
+//! The gate's connection to the decision server, kept for the whole task, in the
+//! server's framing (a 4-byte big-endian length, then JSON). Questions carry an `id`
+//! and answers come back with it, in any order (an `ask` may wait for a person while
+//! other execs are decided); records of execs allowed in the gate go without an answer.
 
-use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -189,116 +180,5 @@ impl Server {
     fn lose(&mut self, why: String) {
         self.stream = None;
         self.gone.get_or_insert(why);
-    }
-}
-
-struct Conn {
-    stream: UnixStream,
-    frames: Frames,
-    /// The connecting process, as the kernel reports it.
-    pid: i32,
-}
-
-/// The socket zsh's gate asks through.
-pub struct Proxy {
-    dir: PathBuf,
-    pub socket: PathBuf,
-    listener: UnixListener,
-    conns: HashMap<u64, Conn>,
-    next: u64,
-}
-
-/// A question a process asked through the proxy.
-pub struct Asked {
-    pub conn: u64,
-    pub pid: i32,
-    pub request: Value,
-}
-
-impl Proxy {
-    /// A fresh private directory under `tmp` (0700) with the socket in it.
-    pub fn bind(tmp: &Path) -> std::io::Result<Proxy> {
-        let dir = tempfile::Builder::new()
-            .prefix("whalebox-gate-")
-            .tempdir_in(tmp)?
-            .keep();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
-        let socket = dir.join("gate.sock");
-        let listener = UnixListener::bind(&socket)?;
-        listener.set_nonblocking(true)?;
-        Ok(Proxy {
-            dir,
-            socket,
-            listener,
-            conns: HashMap::new(),
-            next: 0,
-        })
-    }
-
-    pub fn listener_fd(&self) -> BorrowedFd<'_> {
-        self.listener.as_fd()
-    }
-
-    pub fn conn_fds(&self) -> Vec<(u64, BorrowedFd<'_>)> {
-        self.conns
-            .iter()
-            .map(|(k, c)| (*k, c.stream.as_fd()))
-            .collect()
-    }
-
-    pub fn accept(&mut self) {
-        while let Ok((stream, _)) = self.listener.accept() {
-            let pid =
-                nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
-                    .map(|c| c.pid())
-                    .unwrap_or(0);
-            if pid <= 0 || stream.set_nonblocking(true).is_err() {
-                continue;
-            }
-            self.next += 1;
-            self.conns.insert(
-                self.next,
-                Conn {
-                    stream,
-                    frames: Frames::default(),
-                    pid,
-                },
-            );
-        }
-    }
-
-    /// Read from one connection; a complete question comes back (one per connection).
-    pub fn read(&mut self, key: u64) -> Option<Asked> {
-        let conn = self.conns.get_mut(&key)?;
-        let open = conn.frames.fill(&mut conn.stream).unwrap_or(false);
-        match conn.frames.next() {
-            Ok(Some(body)) => match serde_json::from_slice::<Value>(&body) {
-                Ok(request) => Some(Asked {
-                    conn: key,
-                    pid: conn.pid,
-                    request,
-                }),
-                Err(_) => {
-                    self.conns.remove(&key);
-                    None
-                }
-            },
-            Ok(None) if open => None,
-            _ => {
-                self.conns.remove(&key);
-                None
-            }
-        }
-    }
-
-    /// Answer a question and hang up.
-    pub fn answer(&mut self, key: u64, reply: &Value) {
-        if let Some(mut conn) = self.conns.remove(&key) {
-            let _ = send_all(&mut conn.stream, &frame(reply));
-        }
-    }
-
-    pub fn remove(&self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

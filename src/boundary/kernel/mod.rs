@@ -13,6 +13,7 @@
 
 pub mod filter;
 mod link;
+mod start;
 pub mod tracee;
 pub mod tracer;
 

@@ -1,12 +1,12 @@
-//! The ptrace half of the kernel gate: the task's supervisor starts the task's first
-//! program as a tracee and follows every process and thread it ever makes (fork, vfork
-//! and clone events attach them before they run), answering two kinds of stop:
+//! The ptrace half of the kernel gate: the task's supervisor follows every process and
+//! thread of the task (fork, vfork and clone events attach them before they run) and
+//! answers two kinds of stop:
 //!
 //! - **the exec call** (seccomp stop, before the kernel reads anything): the path and
-//!   argv are read from the caller's memory and put to the decision server. A denial
-//!   skips the call with EACCES, so the caller prints its usual "permission denied",
-//!   and a line from whalebox naming the rule goes to the caller's stderr. An allow
-//!   only records what was allowed: the file's identity and the argv.
+//!   argv are read from the caller's memory and decided. A denial skips the call with
+//!   EACCES, so the caller prints its usual "permission denied", and a line from
+//!   whalebox naming the rule goes to the caller's stderr. An allow only records what
+//!   was allowed: the file's identity and the argv.
 //! - **the exec event** (the new image is loaded and has not run a single instruction;
 //!   the other threads of the process are gone): the loaded file and argv are read from
 //!   /proc, where nothing can change them any more, and compared with what was allowed.
@@ -15,29 +15,29 @@
 //!   denial it is killed before it runs. This check, not the first one, is what the
 //!   security rests on; the first is what makes a denial an ordinary error.
 //!
-//! One decision per exec: execs zsh's in-process gate already decided (asked through
-//! [`Proxy`]) and the supervisor's own first exec are only verified. A `#!` script's
-//! interpreter is decided with the script, in the same question.
+//! One decision per exec: the exec event only verifies. A `#!` script's interpreter is
+//! decided with the script, in the same question. `allow` verdicts are settled here
+//! with the server's own policy (sent once per task) and only recorded; `ask` and
+//! `deny` go to the server, which asks people, remembers approvals and keeps denials.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::libc;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::ptrace::{self, Event, Options as PtraceOptions};
+use nix::sys::ptrace::{self, Event};
 use nix::sys::signal::{self, SigSet, SigmaskHow, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid, fork};
+use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-use super::filter;
-use super::link::{Proxy, Server};
+use super::link::{Server, frame};
+use super::start;
 use super::tracee::{self, ExecCall, FileId, Loaded};
 use crate::policy::{Decision, Policy};
 
@@ -50,8 +50,6 @@ pub struct Options {
     pub server: Option<PathBuf>,
     /// How long an exec may wait for its answer (an `ask` waits for a person).
     pub timeout: Duration,
-    /// Where the proxy socket's private directory goes (the task's TMPDIR).
-    pub tmp: PathBuf,
 }
 
 /// How the task's first program ended.
@@ -62,14 +60,6 @@ pub enum End {
     Hangup,
 }
 
-/// Who decided an exec that is now only verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Via {
-    Kernel,
-    Zsh,
-    Supervisor,
-}
-
 /// What an exec was allowed as, to compare with what the kernel loaded.
 #[derive(Debug, Clone)]
 struct Expect {
@@ -77,8 +67,8 @@ struct Expect {
     argv: Vec<Vec<u8>>,
     /// For a `#!` script: the interpreter's identity and the argv the kernel builds.
     script: Option<(Option<FileId>, Vec<Vec<u8>>)>,
+    /// The program's name in chains.
     label: String,
-    via: Via,
 }
 
 impl Expect {
@@ -92,13 +82,6 @@ impl Expect {
     }
 }
 
-/// A decision zsh's gate got for a process, not yet used by an exec.
-#[derive(Debug, Clone)]
-struct Decided {
-    program: String,
-    argv: Vec<String>,
-}
-
 /// One traced thread.
 #[derive(Debug, Clone, Default)]
 struct Proc {
@@ -109,9 +92,6 @@ struct Proc {
     /// Has exec'd since it was forked (its program is its own, not its parent's).
     execd: bool,
     expect: Option<Expect>,
-    /// The last exec zsh decided for it: zsh runs a script without `#!` by exec'ing
-    /// itself as `sh SCRIPT`, which is the same decision.
-    zsh_last: Option<Decided>,
 }
 
 impl Proc {
@@ -132,24 +112,19 @@ impl Proc {
     }
 }
 
+/// A tracee stopped until the server answers.
 enum Waiting {
-    /// A tracee stopped in its exec call.
+    /// In its exec call: a denial fails the call.
     Call {
         pid: Pid,
         expect: Expect,
         shown: String,
     },
-    /// A tracee stopped with an image loaded that nobody decided.
+    /// With an image loaded that nobody decided: a denial kills it.
     Loaded {
         pid: Pid,
         label: String,
         shown: String,
-    },
-    /// zsh's gate, asking through the proxy.
-    Zsh {
-        conn: u64,
-        pid: i32,
-        decided: Decided,
     },
 }
 
@@ -163,20 +138,15 @@ struct Tracer {
     procs: HashMap<Pid, Proc>,
     /// New tracees whose parent's fork event has not been seen yet.
     held: HashSet<Pid>,
-    /// Decisions zsh's gate got, by the asking process.
-    zsh: HashMap<i32, Vec<Decided>>,
     waiting: HashMap<u64, (Waiting, Instant)>,
     next_id: u64,
     server: Server,
-    proxy: Option<Proxy>,
     timeout: Duration,
-    /// The server's own policy, once it sent it: `allow` verdicts are settled here,
-    /// without a round trip, and only recorded (everything else goes to the server,
-    /// which asks people, remembers approvals and keeps the task's denials).
+    /// The server's own policy, once it sent it.
     policy: Option<Policy>,
     /// Records of execs allowed here, not sent yet: they go in batches (one wake-up of
     /// the server for many execs), and a sync before the task ends makes sure the
-    /// audit log is complete when whalebox reports the task.
+    /// audit log is complete, and in order, when whalebox reports the task.
     records: Vec<u8>,
     records_since: Option<Instant>,
 }
@@ -190,28 +160,7 @@ pub fn run(
     options: &Options,
     hung_up: &dyn Fn() -> bool,
 ) -> Result<End, String> {
-    let bpf = filter::exec_filter()?;
-    let proxy = Proxy::bind(&options.tmp).ok();
-    // The root's environment: zsh's gate asks the proxy, not the server.
-    let env: Vec<CString> = std::env::vars_os()
-        .map(|(k, v)| {
-            let v = match (&proxy, k.as_bytes()) {
-                (Some(p), b"WHALEBOX_GATE_SOCKET") => p.socket.clone().into_os_string(),
-                _ => v,
-            };
-            let mut kv = k.into_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            CString::new(kv).unwrap_or_default()
-        })
-        .collect();
-    let path = tracee::cstring(program.as_bytes())?;
-    let argv: Vec<CString> = std::iter::once(program)
-        .chain(args.iter().map(OsString::as_os_str))
-        .map(|a| tracee::cstring(a.as_bytes()))
-        .collect::<Result<_, _>>()?;
-    let (report_r, report_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    // Stops and the parent-death signal arrive as readable events, beside the server.
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGCHLD);
     mask.add(Signal::SIGHUP);
@@ -219,88 +168,21 @@ pub fn run(
         .map_err(|e| format!("sigprocmask: {e}"))?;
     let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| format!("signalfd: {e}"))?;
-    // SAFETY: the supervisor is single-threaded; the child only makes system calls and
-    // writes before it execs or exits.
-    let child = match unsafe { fork() } {
-        Err(e) => return Err(format!("fork: {e}")),
-        Ok(ForkResult::Child) => {
-            drop(report_r);
-            let _ = signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
-            // Rust ignores SIGPIPE and an ignored signal survives exec: give the task the
-            // default back, as std's Command does (else `yes | head` ends with an error).
-            // SAFETY: restoring a default disposition.
-            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-            let _ = signal::raise(Signal::SIGSTOP);
-            if let Err(e) = filter::install(&bpf) {
-                let _ = nix::unistd::write(&report_w, e.as_bytes());
-                // SAFETY: leaving the child without running the parent's destructors.
-                unsafe { libc::_exit(126) };
-            }
-            let mut argp: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-            argp.push(std::ptr::null());
-            let mut envp: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).collect();
-            envp.push(std::ptr::null());
-            // SAFETY: NUL-terminated strings and NULL-terminated arrays that outlive the call.
-            unsafe { libc::execve(path.as_ptr(), argp.as_ptr(), envp.as_ptr()) };
-            let err = std::io::Error::last_os_error();
-            let code = if err.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            let line = format!(
-                "whalebox: cannot start {}: {err}\n",
-                program.to_string_lossy()
-            );
-            let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
-            // SAFETY: as above.
-            unsafe { libc::_exit(code) };
-        }
-        Ok(ForkResult::Parent { child }) => child,
-    };
-    drop(report_w);
-    let fail = |why: String| -> Result<End, String> {
-        let _ = signal::kill(child, Signal::SIGKILL);
-        let _ = waitpid(child, None);
-        Err(why)
-    };
-    match waitpid(child, Some(WaitPidFlag::WUNTRACED)) {
-        Ok(WaitStatus::Stopped(_, Signal::SIGSTOP)) => {}
-        other => {
-            return fail(format!(
-                "the task's first process did not stop as expected: {other:?}"
-            ));
-        }
-    }
-    let opts = PtraceOptions::PTRACE_O_TRACESECCOMP
-        | PtraceOptions::PTRACE_O_TRACEEXEC
-        | PtraceOptions::PTRACE_O_TRACEFORK
-        | PtraceOptions::PTRACE_O_TRACEVFORK
-        | PtraceOptions::PTRACE_O_TRACECLONE
-        | PtraceOptions::PTRACE_O_EXITKILL;
-    if let Err(e) = ptrace::seize(child, opts) {
-        return fail(format!(
-            "ptrace is refused here ({e}): a container's seccomp profile or Yama's \
-             ptrace_scope = 3 forbids it"
-        ));
-    }
-    let _ = signal::kill(child, Signal::SIGCONT);
+    let root = start::start(program, args)?;
     let mut tracer = Tracer {
-        root: child,
+        root: root.pid,
         root_started: false,
         procs: HashMap::from([(
-            child,
+            root.pid,
             Proc {
                 execd: true,
                 ..Proc::default()
             },
         )]),
         held: HashSet::new(),
-        zsh: HashMap::new(),
         waiting: HashMap::new(),
         next_id: 0,
         server: Server::connect(options.server.as_deref()),
-        proxy,
         timeout: options.timeout,
         policy: None,
         records: Vec::new(),
@@ -309,14 +191,11 @@ pub fn run(
     let _ = tracer.server.send(&json!({"id": 0, "want": "policy"}));
     let end = tracer.serve(&signals, hung_up);
     tracer.flush(Duration::from_secs(2));
-    if let Some(p) = &tracer.proxy {
-        p.remove();
-    }
     if !tracer.root_started
         && let Ok(End::Exited(126)) = end
     {
         let mut why = [0u8; 512];
-        let n = nix::unistd::read(&report_r, &mut why).unwrap_or(0);
+        let n = nix::unistd::read(&root.report, &mut why).unwrap_or(0);
         if n > 0 {
             return Err(format!(
                 "the seccomp filter cannot be installed ({})",
@@ -343,75 +222,41 @@ impl Tracer {
             {
                 self.send_records();
             }
-            // Which descriptor is which: 0 signals, 1 server, 2 listener, then conns.
-            let (sig_ready, server_ready, listener_ready, conn_keys) = {
+            if let Some(why) = self.server.gone.clone() {
+                let ids: Vec<u64> = self.waiting.keys().copied().collect();
+                for id in ids {
+                    self.answered(&json!({"id": id, "decision": "deny", "reason": why}));
+                }
+            }
+            let timeout = if !self.records.is_empty() {
+                RECORDS_EVERY_MS
+            } else if self.waiting.is_empty() {
+                1000
+            } else {
+                200
+            };
+            let (signalled, answered) = {
                 let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-                let server_fd = self.server.fd();
-                let has_server = server_fd.is_some();
-                if let Some(fd) = server_fd {
+                if let Some(fd) = self.server.fd() {
                     fds.push(PollFd::new(fd, PollFlags::POLLIN));
                 }
-                let mut keys = Vec::new();
-                if let Some(p) = &self.proxy {
-                    fds.push(PollFd::new(p.listener_fd(), PollFlags::POLLIN));
-                    for (k, fd) in p.conn_fds() {
-                        keys.push(k);
-                        fds.push(PollFd::new(fd, PollFlags::POLLIN));
-                    }
-                }
-                let timeout = if !self.records.is_empty() {
-                    RECORDS_EVERY_MS
-                } else if self.waiting.is_empty() {
-                    1000
-                } else {
-                    200
-                };
                 match poll(&mut fds, PollTimeout::from(timeout)) {
                     Ok(_) | Err(Errno::EINTR) => {}
                     Err(e) => return Err(format!("poll: {e}")),
                 }
                 let hit = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
-                let sig = hit(&fds[0]);
-                let mut i = 1;
-                let server = has_server && hit(&fds[i]);
-                if has_server {
-                    i += 1;
-                }
-                let listener = self.proxy.is_some() && hit(&fds[i]);
-                let conns: Vec<u64> = keys
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| hit(&fds[i + 1 + j]))
-                    .map(|(_, k)| *k)
-                    .collect();
-                (sig, server, listener, conns)
+                (hit(&fds[0]), fds.get(1).is_some_and(hit))
             };
-            if sig_ready {
+            if signalled {
                 while let Ok(Some(info)) = signals.read_signal() {
                     if info.ssi_signo == Signal::SIGHUP as u32 {
                         return Ok(End::Hangup);
                     }
                 }
             }
-            if server_ready {
+            if answered {
                 for answer in self.server.answers() {
                     self.answered(&answer);
-                }
-            }
-            if listener_ready && let Some(p) = &mut self.proxy {
-                p.accept();
-            }
-            for key in conn_keys {
-                let asked = self.proxy.as_mut().and_then(|p| p.read(key));
-                if let Some(a) = asked {
-                    self.forward(a.conn, a.pid, a.request);
-                }
-            }
-            if self.server.gone.is_some() && !self.waiting.is_empty() {
-                let why = self.server.gone.clone().unwrap_or_default();
-                let ids: Vec<u64> = self.waiting.keys().copied().collect();
-                for id in ids {
-                    self.answered(&json!({"id": id, "decision": "deny", "reason": why}));
                 }
             }
         }
@@ -459,6 +304,7 @@ impl Tracer {
                 WaitStatus::PtraceEvent(pid, _, _) => {
                     let _ = ptrace::cont(pid, None);
                 }
+                // A signal on its way to a tracee: let it through.
                 WaitStatus::Stopped(pid, sig) => {
                     let _ = ptrace::cont(pid, sig);
                 }
@@ -482,7 +328,6 @@ impl Tracer {
     fn gone(&mut self, pid: Pid) {
         self.procs.remove(&pid);
         self.held.remove(&pid);
-        self.zsh.remove(&pid.as_raw());
     }
 
     fn forked(&mut self, parent: Pid, thread_like: bool) {
@@ -490,7 +335,8 @@ impl Tracer {
             let child = Pid::from_raw(new as i32);
             let mut entry = self.procs.get(&parent).cloned().unwrap_or_default();
             entry.expect = None;
-            entry.zsh_last = None;
+            // A thread runs its process's program; a forked child runs its parent's
+            // until it execs its own.
             entry.execd = thread_like && entry.execd;
             self.procs.insert(child, entry);
             if self.held.remove(&child) {
@@ -498,6 +344,19 @@ impl Tracer {
             }
         }
         let _ = ptrace::cont(parent, None);
+    }
+
+    /// The question for the server (and the audit record) about `pid` running `program`.
+    fn request(&self, pid: Pid, program: &str, argv: &[Vec<u8>], stage: &str) -> Value {
+        json!({
+            "program": program,
+            "argv": tracee::strings(argv),
+            "cwd": tracee::cwd(pid),
+            "pid": pid.as_raw(),
+            "chain": self.procs.get(&pid).map(Proc::chain).unwrap_or_default(),
+            "via": "kernel",
+            "stage": stage,
+        })
     }
 
     /// Whether the policy allows `request` outright (then it is only recorded).
@@ -524,15 +383,26 @@ impl Tracer {
         allows(request) && (request["interpreter"].is_null() || allows(&request["interpreter"]))
     }
 
-    /// Keep the record of an exec allowed here for the server's audit log.
-    fn record(&mut self, mut request: Value) {
-        request["record_only"] = json!(true);
-        self.records
-            .extend_from_slice(&super::link::frame(&request));
-        self.records_since.get_or_insert_with(Instant::now);
-        if self.records.len() > 64 * 1024 {
-            self.send_records();
+    /// Settle `request` here if the policy allows it, else put it to the server with the
+    /// tracee stopped until the answer. Ok(true): allowed here.
+    fn decide(&mut self, mut request: Value, waiting: Waiting) -> Result<bool, String> {
+        if self.settles(&request) {
+            request["record_only"] = json!(true);
+            self.records.extend_from_slice(&frame(&request));
+            self.records_since.get_or_insert_with(Instant::now);
+            if self.records.len() > 64 * 1024 {
+                self.send_records();
+            }
+            return Ok(true);
         }
+        // Records first, so the audit log keeps the order execs were decided in.
+        self.send_records();
+        self.next_id += 1;
+        let id = self.next_id;
+        request["id"] = json!(id);
+        self.server.send(&request)?;
+        self.waiting.insert(id, (waiting, Instant::now()));
+        Ok(false)
     }
 
     fn send_records(&mut self) {
@@ -567,17 +437,6 @@ impl Tracer {
         }
     }
 
-    fn ask(&mut self, mut request: Value, waiting: Waiting) -> Result<(), String> {
-        // Records first, so the audit log keeps the order execs were decided in.
-        self.send_records();
-        self.next_id += 1;
-        let id = self.next_id;
-        request["id"] = json!(id);
-        self.server.send(&request)?;
-        self.waiting.insert(id, (waiting, Instant::now()));
-        Ok(())
-    }
-
     /// A seccomp stop: an exec about to happen.
     fn exec_call(&mut self, pid: Pid) {
         let call = match tracee::exec_call(pid) {
@@ -605,56 +464,24 @@ impl Tracer {
             argv.extend(arg.iter().cloned());
             argv.push(call.script_name());
             argv.extend(call.argv.iter().skip(1).cloned());
-            let reach = ExecCall {
+            let named = ExecCall {
                 dirfd: None,
                 path: interp.clone(),
                 fd_itself: false,
                 argv: Vec::new(),
             };
-            let id = tracee::target(&reach.reachable(pid)).map(|t| t.id);
-            (reach.shown(pid), id, argv)
+            let id = tracee::target(&named.reachable(pid)).map(|t| t.id);
+            (named.shown(pid), id, argv)
         });
-        let expect = |via: Via| Expect {
+        let expect = Expect {
             file: target.id,
             argv: call.argv.clone(),
             script: script.as_ref().map(|(_, id, argv)| (*id, argv.clone())),
             label: basename(&shown),
-            via,
         };
         if pid == self.root && !self.root_started {
             // The task's own program, chosen (and for `run`, decided) by whalebox.
-            self.allow_call(pid, expect(Via::Supervisor));
-            return;
-        }
-        if let Some(decided) = self.decided_by_zsh(pid, &call, target.id) {
-            let mut e = expect(Via::Zsh);
-            if let Some(p) = self.procs.get_mut(&pid) {
-                p.zsh_last = Some(decided);
-            }
-            match &script {
-                // zsh decided the script; its interpreter is a program of its own.
-                Some((interp_shown, _, argv)) => {
-                    e.via = Via::Kernel;
-                    let request = self.request(pid, interp_shown, argv, "call");
-                    let shown = interp_shown.clone();
-                    if self.settles(&request) {
-                        self.record(request);
-                        self.allow_call(pid, e);
-                        return;
-                    }
-                    if let Err(why) = self.ask(
-                        request,
-                        Waiting::Call {
-                            pid,
-                            expect: e,
-                            shown: shown.clone(),
-                        },
-                    ) {
-                        self.refuse(pid, &why, &shown);
-                    }
-                }
-                None => self.allow_call(pid, e),
-            }
+            self.allow_call(pid, expect);
             return;
         }
         let mut request = self.request(pid, &shown, &call.argv, "call");
@@ -664,47 +491,16 @@ impl Tracer {
                 "argv": tracee::strings(argv),
             });
         }
-        let e = expect(Via::Kernel);
-        if let Err(why) = self.ask(
-            request,
-            Waiting::Call {
-                pid,
-                expect: e,
-                shown: shown.clone(),
-            },
-        ) {
-            self.refuse(pid, &why, &shown);
+        let waiting = Waiting::Call {
+            pid,
+            expect: expect.clone(),
+            shown: shown.clone(),
+        };
+        match self.decide(request, waiting) {
+            Ok(true) => self.allow_call(pid, expect),
+            Ok(false) => {}
+            Err(why) => self.refuse(pid, &why, &shown),
         }
-    }
-
-    fn request(&self, pid: Pid, program: &str, argv: &[Vec<u8>], stage: &str) -> Value {
-        json!({
-            "program": program,
-            "argv": tracee::strings(argv),
-            "cwd": tracee::cwd(pid),
-            "pid": pid.as_raw(),
-            "chain": self.procs.get(&pid).map(Proc::chain).unwrap_or_default(),
-            "via": "kernel",
-            "stage": stage,
-        })
-    }
-
-    /// Whether zsh's gate already got this exec allowed for this process.
-    fn decided_by_zsh(&mut self, pid: Pid, call: &ExecCall, file: FileId) -> Option<Decided> {
-        let program = String::from_utf8_lossy(&call.path).into_owned();
-        let argv = tracee::strings(&call.argv);
-        if let Some(list) = self.zsh.get_mut(&pid.as_raw())
-            && let Some(i) = list
-                .iter()
-                .position(|d| d.program == program && d.argv == argv)
-        {
-            return Some(list.remove(i));
-        }
-        // zsh running a script without `#!` as `sh SCRIPT ARGS`, by exec'ing itself.
-        let last = self.procs.get(&pid)?.zsh_last.clone()?;
-        let mut as_sh = vec!["sh".to_string(), last.program.clone()];
-        as_sh.extend(last.argv.iter().skip(1).cloned());
-        (tracee::running(pid) == Some(file) && argv == as_sh).then_some(last)
     }
 
     fn allow_call(&mut self, pid: Pid, expect: Expect) {
@@ -730,6 +526,7 @@ impl Tracer {
 
     /// An exec event: the new image is loaded and has not run.
     fn exec_loaded(&mut self, pid: Pid) {
+        // A thread other than the leader that execs takes over the leader's pid.
         let former = ptrace::getevent(pid)
             .map(|t| Pid::from_raw(t as i32))
             .unwrap_or(pid);
@@ -738,12 +535,8 @@ impl Tracer {
             .remove(&former)
             .or_else(|| self.procs.get(&pid).cloned())
             .unwrap_or_default();
-        if former != pid {
-            self.procs.remove(&pid);
-        }
         let loaded = tracee::loaded(pid);
-        let expect = entry.expect.take();
-        if let Some(e) = expect.filter(|e| e.matches(&loaded)) {
+        if let Some(e) = entry.expect.take().filter(|e| e.matches(&loaded)) {
             if pid == self.root {
                 self.root_started = true;
             }
@@ -756,18 +549,25 @@ impl Tracer {
         // an exec the filter did not stop): decide the image as it is.
         self.procs.insert(pid, entry);
         let shown = loaded.exe.clone();
-        let request = self.request(pid, &shown, &loaded.argv, "loaded");
         let label = basename(&shown);
-        if let Err(why) = self.ask(
-            request,
-            Waiting::Loaded {
-                pid,
-                label,
-                shown: shown.clone(),
-            },
-        ) {
-            self.kill_loaded(pid, &shown, &why);
+        let request = self.request(pid, &shown, &loaded.argv, "loaded");
+        let waiting = Waiting::Loaded {
+            pid,
+            label: label.clone(),
+            shown: shown.clone(),
+        };
+        match self.decide(request, waiting) {
+            Ok(true) => self.run_loaded(pid, label),
+            Ok(false) => {}
+            Err(why) => self.kill_loaded(pid, &shown, &why),
         }
+    }
+
+    fn run_loaded(&mut self, pid: Pid, label: String) {
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.became(label);
+        }
+        let _ = ptrace::cont(pid, None);
     }
 
     fn kill_loaded(&mut self, pid: Pid, shown: &str, reason: &str) {
@@ -777,50 +577,6 @@ impl Tracer {
         );
         let _ = signal::kill(pid, Signal::SIGKILL);
         let _ = ptrace::cont(pid, None);
-    }
-
-    /// zsh's gate asks through the proxy: forward it, as that process.
-    fn forward(&mut self, conn: u64, pid: i32, asked: Value) {
-        let program = asked["program"].as_str().unwrap_or_default().to_string();
-        let argv: Vec<String> = asked["argv"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|v| v.as_str().unwrap_or_default().to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let chain = self
-            .procs
-            .get(&Pid::from_raw(pid))
-            .map(Proc::chain)
-            .unwrap_or_default();
-        let request = json!({
-            "program": program,
-            "argv": argv,
-            "cwd": asked["cwd"],
-            "pid": pid,
-            "chain": chain,
-            "via": "zsh",
-            "stage": "call",
-        });
-        let decided = Decided { program, argv };
-        if self.settles(&request) {
-            self.record(request);
-            self.zsh.entry(pid).or_default().push(decided);
-            if let Some(p) = &mut self.proxy {
-                p.answer(
-                    conn,
-                    &json!({"decision": "allow", "reason": "allowed by the policy"}),
-                );
-            }
-            return;
-        }
-        if let Err(why) = self.ask(request, Waiting::Zsh { conn, pid, decided })
-            && let Some(p) = &mut self.proxy
-        {
-            p.answer(conn, &json!({"decision": "deny", "reason": why}));
-        }
     }
 
     fn answered(&mut self, answer: &Value) {
@@ -840,34 +596,10 @@ impl Tracer {
             .unwrap_or("no reason given")
             .to_string();
         match waiting {
-            Waiting::Call { pid, expect, shown } => {
-                if allowed {
-                    self.allow_call(pid, expect);
-                } else {
-                    self.refuse(pid, &reason, &shown);
-                }
-            }
-            Waiting::Loaded { pid, label, shown } => {
-                if allowed {
-                    if let Some(p) = self.procs.get_mut(&pid) {
-                        p.became(label);
-                    }
-                    let _ = ptrace::cont(pid, None);
-                } else {
-                    self.kill_loaded(pid, &shown, &reason);
-                }
-            }
-            Waiting::Zsh { conn, pid, decided } => {
-                if allowed {
-                    self.zsh.entry(pid).or_default().push(decided);
-                }
-                if let Some(p) = &mut self.proxy {
-                    p.answer(
-                        conn,
-                        &json!({"decision": answer["decision"], "reason": reason}),
-                    );
-                }
-            }
+            Waiting::Call { pid, expect, .. } if allowed => self.allow_call(pid, expect),
+            Waiting::Call { pid, shown, .. } => self.refuse(pid, &reason, &shown),
+            Waiting::Loaded { pid, label, .. } if allowed => self.run_loaded(pid, label),
+            Waiting::Loaded { pid, shown, .. } => self.kill_loaded(pid, &shown, &reason),
         }
     }
 
