@@ -25,7 +25,8 @@ match = ["touch x", "/usr/bin/touch x"]
     )
     .unwrap();
     f.with_profile(&format!(
-        "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
+        "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"{}\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
+        common::exec_boundary_mode(),
         common::gated_zsh().display()
     ))
 }

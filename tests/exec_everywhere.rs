@@ -243,6 +243,9 @@ fn denied_touch_problems(env: &Value) -> Vec<String> {
 
 #[test]
 fn every_program_of_a_task_is_gated_not_only_zsh() {
+    if common::skip_without_kernel_gate("every_program_of_a_task_is_gated_not_only_zsh") {
+        return;
+    }
     let f = fixture();
     let p = Programs::find(&[
         "sh", "bash", "dash", "python3", "perl", "node", "npm", "make", "git", "find", "xargs",
@@ -466,6 +469,11 @@ fn every_program_of_a_task_is_gated_not_only_zsh() {
 
 #[test]
 fn allowed_programs_started_by_other_programs_keep_their_output_and_exit_codes() {
+    if common::skip_without_kernel_gate(
+        "allowed_programs_started_by_other_programs_keep_their_output_and_exit_codes",
+    ) {
+        return;
+    }
     let f = fixture();
     let p = Programs::find(&["sh", "bash", "python3", "make", "find", "true"]);
     f.write("mk-ok/Makefile", "all:\n\t@echo from-make\n");
@@ -556,6 +564,11 @@ fn parse_tally(line: &str) -> BTreeMap<String, u64> {
 
 #[test]
 fn a_thread_rewriting_the_exec_path_never_gets_the_denied_program_run() {
+    if common::skip_without_kernel_gate(
+        "a_thread_rewriting_the_exec_path_never_gets_the_denied_program_run",
+    ) {
+        return;
+    }
     let Some(cc) = on_path("cc") else {
         eprintln!("SKIPPED the exec racer: no cc on PATH to compile tests/exec/racer.c");
         return;
@@ -681,6 +694,11 @@ fn a_thread_rewriting_the_exec_path_never_gets_the_denied_program_run() {
 /// npm, make or python, with nobody to answer, it is refused before git runs.
 #[test]
 fn git_push_from_npm_make_and_python_needs_approval_under_the_dev_policy() {
+    if common::skip_without_kernel_gate(
+        "git_push_from_npm_make_and_python_needs_approval_under_the_dev_policy",
+    ) {
+        return;
+    }
     let f = Fixture::new();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     for name in ["dev.toml", "org.toml"] {
@@ -795,6 +813,9 @@ fn git_push_from_npm_make_and_python_needs_approval_under_the_dev_policy() {
 /// question about the same execve): one record per exec, by the kernel gate.
 #[test]
 fn an_exec_by_zsh_is_decided_once() {
+    if common::skip_without_kernel_gate("an_exec_by_zsh_is_decided_once") {
+        return;
+    }
     let f = fixture();
     let truep = common::system_program("true");
     let env = run(&f, &format!("{0}; {0}", truep.display()), &[]);
@@ -819,6 +840,11 @@ fn an_exec_by_zsh_is_decided_once() {
 /// is called and again when its image is loaded).
 #[test]
 fn an_exec_by_another_program_is_decided_once_by_the_kernel_gate() {
+    if common::skip_without_kernel_gate(
+        "an_exec_by_another_program_is_decided_once_by_the_kernel_gate",
+    ) {
+        return;
+    }
     let f = fixture();
     let (bash, truep) = (
         common::system_program("bash"),

@@ -56,6 +56,9 @@ fn made(f: &Fixture) -> Vec<String> {
 
 #[test]
 fn a_tasks_own_seccomp_filter_cannot_skip_the_gate() {
+    if common::skip_without_kernel_gate("a_tasks_own_seccomp_filter_cannot_skip_the_gate") {
+        return;
+    }
     let f = fixture("required");
     let Some(escape) = compile("notify_escape", &f.ws) else {
         return;
@@ -84,6 +87,9 @@ fn a_tasks_own_seccomp_filter_cannot_skip_the_gate() {
 
 #[test]
 fn ptrace_inside_a_task_is_refused_and_the_task_goes_on() {
+    if common::skip_without_kernel_gate("ptrace_inside_a_task_is_refused_and_the_task_goes_on") {
+        return;
+    }
     let f = fixture("required");
     let script = "import ctypes\n\
                   libc = ctypes.CDLL(None, use_errno=True)\n\
@@ -103,6 +109,9 @@ fn ptrace_inside_a_task_is_refused_and_the_task_goes_on() {
 
 #[test]
 fn detached_and_double_forked_processes_stay_gated() {
+    if common::skip_without_kernel_gate("detached_and_double_forked_processes_stay_gated") {
+        return;
+    }
     let f = fixture("required");
     let (_, env) = f.call(
         "shell_run",
@@ -131,6 +140,9 @@ fn detached_and_double_forked_processes_stay_gated() {
 
 #[test]
 fn exec_and_fork_storms_finish_with_every_exec_decided() {
+    if common::skip_without_kernel_gate("exec_and_fork_storms_finish_with_every_exec_decided") {
+        return;
+    }
     let f = fixture("required");
     let env = f.ok(
         "shell_run",
@@ -177,6 +189,11 @@ fn supervise(
 
 #[test]
 fn a_decision_server_that_never_answers_is_a_denial_not_a_hang() {
+    if common::skip_without_kernel_gate(
+        "a_decision_server_that_never_answers_is_a_denial_not_a_hang",
+    ) {
+        return;
+    }
     let f = Fixture::new();
     let socket = f.root.join("silent.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
@@ -204,6 +221,9 @@ fn a_decision_server_that_never_answers_is_a_denial_not_a_hang() {
 
 #[test]
 fn a_decision_server_that_hangs_up_denies_every_exec() {
+    if common::skip_without_kernel_gate("a_decision_server_that_hangs_up_denies_every_exec") {
+        return;
+    }
     let f = Fixture::new();
     let socket = f.root.join("rude.sock");
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();

@@ -874,7 +874,8 @@ fn run_names_the_program_the_shell_could_not_execute() {
     std::fs::write(
         &p,
         format!(
-            "workspace = \"ws\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\n[landlock]\nmode = \"enforce\"\n",
+            "workspace = \"ws\"\n[shell]\nexec_boundary = \"{}\"\nzsh = \"{}\"\n[landlock]\nmode = \"enforce\"\n",
+            common::exec_boundary_mode(),
             common::gated_zsh().display()
         ),
     )

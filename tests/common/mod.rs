@@ -187,6 +187,50 @@ pub fn gated_zsh() -> PathBuf {
     zsh
 }
 
+/// Why the kernel exec gate cannot be installed here (`whalebox doctor`'s answer), or
+/// `None` when it can. Tests that need it skip with [`skip_without_kernel_gate`].
+pub fn kernel_gate_missing() -> Option<String> {
+    static ANSWER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ANSWER
+        .get_or_init(|| {
+            let out = Command::new(bin())
+                .args(["doctor", "--json"])
+                .output()
+                .expect("run whalebox doctor");
+            let report: Value =
+                serde_json::from_slice(&out.stdout).expect("doctor --json prints JSON");
+            let gate = &report["kernel_exec_gate"];
+            (gate["works"] != true).then(|| gate["why"].as_str().unwrap_or("unknown").to_string())
+        })
+        .clone()
+}
+
+/// True (after saying so on stderr) when the kernel exec gate cannot be installed on this
+/// machine (ptrace or seccomp refused, not x86_64): the calling test then returns.
+pub fn skip_without_kernel_gate(test: &str) -> bool {
+    match kernel_gate_missing() {
+        None => false,
+        Some(why) => {
+            eprintln!("SKIPPED {test}: the kernel exec gate cannot be installed here: {why}");
+            true
+        }
+    }
+}
+
+/// The `exec_boundary` for tests of what zsh's own gate decides: `required` where the
+/// kernel gate can be installed, else `best-effort` (zsh's gate alone), saying so.
+pub fn exec_boundary_mode() -> &'static str {
+    match kernel_gate_missing() {
+        None => "required",
+        Some(why) => {
+            eprintln!(
+                "NOTE: exec_boundary = best-effort, zsh's gate alone: the kernel exec gate cannot be installed here: {why}"
+            );
+            "best-effort"
+        }
+    }
+}
+
 /// The kernel's Landlock ABI, as `whalebox doctor` reports it (0: none).
 pub fn landlock_abi() -> i64 {
     let out = Command::new(bin())
