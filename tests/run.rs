@@ -94,6 +94,11 @@ fn ask_without_a_terminal_follows_on_ask() {
         "{out:?}"
     );
     assert!(!f.ws.join("nobody-asked").exists());
+    // zsh retries a refused exec through the next PATH entry (/bin/touch after
+    // /usr/bin/touch, one file): one question, one decision in the audit log.
+    let audit = std::fs::read_to_string(f.root.join("audit.jsonl")).unwrap();
+    let asked = audit.lines().filter(|l| l.contains("nobody-asked")).count();
+    assert_eq!(asked, 1, "{audit}");
 }
 
 #[test]

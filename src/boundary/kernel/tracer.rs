@@ -92,6 +92,10 @@ struct Proc {
     /// Has exec'd since it was forked (its program is its own, not its parent's).
     execd: bool,
     expect: Option<Expect>,
+    /// The exec the server last refused this process (file, argv) and why: a shell's
+    /// PATH search retries the same file through another directory (`/bin/touch` after
+    /// `/usr/bin/touch`), which must not ask the person again or list a second denial.
+    refused: Option<(FileId, Vec<Vec<u8>>, String)>,
 }
 
 impl Proc {
@@ -109,6 +113,7 @@ impl Proc {
         }
         self.program = label;
         self.execd = true;
+        self.refused = None;
     }
 }
 
@@ -479,6 +484,17 @@ impl Tracer {
             script: script.as_ref().map(|(_, id, argv)| (*id, argv.clone())),
             label: basename(&shown),
         };
+        let again = self
+            .procs
+            .get(&pid)
+            .and_then(|p| p.refused.as_ref())
+            .and_then(|(file, argv, reason)| {
+                (*file == expect.file && *argv == expect.argv).then(|| reason.clone())
+            });
+        if let Some(reason) = again {
+            self.refuse(pid, &reason, &shown);
+            return;
+        }
         if pid == self.root && !self.root_started {
             // The task's own program, chosen (and for `run`, decided) by whalebox.
             self.allow_call(pid, expect);
@@ -597,7 +613,12 @@ impl Tracer {
             .to_string();
         match waiting {
             Waiting::Call { pid, expect, .. } if allowed => self.allow_call(pid, expect),
-            Waiting::Call { pid, shown, .. } => self.refuse(pid, &reason, &shown),
+            Waiting::Call { pid, shown, expect } => {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.refused = Some((expect.file, expect.argv, reason.clone()));
+                }
+                self.refuse(pid, &reason, &shown)
+            }
             Waiting::Loaded { pid, label, .. } if allowed => self.run_loaded(pid, label),
             Waiting::Loaded { pid, shown, .. } => self.kill_loaded(pid, &shown, &reason),
         }
