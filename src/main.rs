@@ -13,7 +13,7 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
-use whalebox::core::{CallContext, Code, Envelope, Registry};
+use whalebox::core::{Asking, CallContext, Code, Envelope, Registry};
 use whalebox::profile::{LoadOptions, Profile, RelativeTo};
 use whalebox::tools::{self, Env, Session};
 
@@ -616,7 +616,15 @@ async fn call(tool: &str, raw: String, registry: Registry, env: Arc<Env>) -> Exi
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let envelope = registry.dispatch(tool, value, CallContext::default()).await;
+    let ask = match whalebox::boundary::tty::terminal_asker() {
+        Some(asker) => Asking::Now(asker),
+        None => Asking::Nobody("whalebox call without a terminal".into()),
+    };
+    let ctx = CallContext {
+        ask,
+        ..CallContext::default()
+    };
+    let envelope = registry.dispatch(tool, value, ctx).await;
     // A one-shot call is its own session: nothing it started outlives it.
     env.tasks.kill_all();
     print_envelope(&envelope);

@@ -5,7 +5,10 @@
 //! and its directory go away when it is dropped.
 
 pub mod kernel;
+mod pending;
 pub mod tty;
+
+pub use pending::{PendingApprovals, approval_form, approval_of};
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;

@@ -87,3 +87,102 @@ fn ask(req: &ApprovalRequest) -> std::io::Result<(Approval, &'static str)> {
         (Approval::Deny, WHO)
     })
 }
+
+/// Puts request_user_input's forms to the person on the controlling terminal (for
+/// `whalebox call`), or None when there is none. Each question in turn: its options
+/// numbered (a number picks one; several, comma-separated, for a multi-select; any
+/// other text is an answer in the person's words), an empty line skips it, `:decline`
+/// declines the whole form, end of input dismisses it.
+pub fn terminal_asker() -> Option<crate::core::Asker> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()?;
+    Some(Arc::new(
+        |form: crate::core::Form, timeout: std::time::Duration| {
+            Box::pin(async move {
+                let asking = tokio::task::spawn_blocking(move || ask_form(&form));
+                match tokio::time::timeout(timeout, asking).await {
+                    Ok(Ok(Ok(answer))) => answer,
+                    Ok(_) => crate::core::Answer::Cancel,
+                    Err(_) => crate::core::Answer::Timeout,
+                }
+            })
+        },
+    ))
+}
+
+fn ask_form(form: &crate::core::Form) -> std::io::Result<crate::core::Answer> {
+    use crate::core::Answer;
+    use serde_json::{Value, json};
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")?;
+    let mut out = &tty;
+    let mut lines = std::io::BufReader::new(&tty).lines();
+    writeln!(out, "\nwhalebox: {}", form.message)?;
+    let empty = serde_json::Map::new();
+    let props = form.schema["properties"].as_object().unwrap_or(&empty);
+    let mut content = serde_json::Map::new();
+    for (id, prop) in props {
+        if id.ends_with("_other") && props.contains_key(id.trim_end_matches("_other")) {
+            continue;
+        }
+        let choices: Vec<&str> = prop["oneOf"]
+            .as_array()
+            .or_else(|| prop["items"]["anyOf"].as_array())
+            .map(|c| c.iter().filter_map(|o| o["const"].as_str()).collect())
+            .unwrap_or_default();
+        let titles: Vec<&str> = prop["oneOf"]
+            .as_array()
+            .or_else(|| prop["items"]["anyOf"].as_array())
+            .map(|c| c.iter().filter_map(|o| o["title"].as_str()).collect())
+            .unwrap_or_default();
+        let multi = prop["type"] == "array";
+        writeln!(out, "\n{}", prop["description"].as_str().unwrap_or(id))?;
+        for (i, t) in titles.iter().enumerate() {
+            writeln!(out, "  {}) {t}", i + 1)?;
+        }
+        let how = match (choices.is_empty(), multi) {
+            (true, _) => "your answer",
+            (false, false) => "a number, or your own answer",
+            (false, true) => "numbers separated by commas, or your own answer",
+        };
+        write!(out, "({how}; empty: skip; :decline: decline all)\n> ")?;
+        out.flush()?;
+        let Some(line) = lines.next().transpose()? else {
+            return Ok(Answer::Cancel);
+        };
+        let line = line.trim();
+        if line == ":decline" {
+            return Ok(Answer::Decline);
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let picked: Option<Vec<&str>> = line
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|n| choices.get(n.wrapping_sub(1)).copied())
+            })
+            .collect();
+        match picked {
+            Some(p) if !choices.is_empty() && (multi || p.len() == 1) => {
+                let v = if multi { json!(p) } else { json!(p[0]) };
+                content.insert(id.clone(), v);
+            }
+            _ if choices.is_empty() => {
+                content.insert(id.clone(), Value::String(line.to_string()));
+            }
+            _ => {
+                content.insert(format!("{id}_other"), Value::String(line.to_string()));
+            }
+        }
+    }
+    Ok(Answer::Accept(content))
+}

@@ -54,6 +54,11 @@ pub enum Code {
     DeniedByPolicy,
     /// shell: the policy asks a person about a program and nobody could answer.
     ApprovalNeeded,
+    /// request_user_input: the person declined to answer.
+    Declined,
+    /// The 2026-07-28 lifecycle: the call waits for a person's answer (an MCP
+    /// `input_required` result, never seen by a model).
+    InputRequired,
     /// A bug or an unexpected I/O failure inside whalebox.
     Internal,
 }
@@ -81,6 +86,8 @@ impl Code {
         Code::Unsupported,
         Code::DeniedByPolicy,
         Code::ApprovalNeeded,
+        Code::Declined,
+        Code::InputRequired,
         Code::Internal,
     ];
 
@@ -106,6 +113,8 @@ impl Code {
             Code::Unsupported => "unsupported",
             Code::DeniedByPolicy => "denied_by_policy",
             Code::ApprovalNeeded => "approval_needed",
+            Code::Declined => "declined",
+            Code::InputRequired => "input_required",
             Code::Internal => "internal",
         }
     }

@@ -6,6 +6,7 @@
 //! validation with recovery hints, cancellation, panic isolation and output capping are
 //! the registry's job, identical for every tool.
 
+mod ask;
 mod envelope;
 mod hints;
 mod registry;
@@ -13,6 +14,7 @@ mod repair;
 mod tool;
 mod validate;
 
+pub use ask::{Answer, Asker, Asking, Form, Resumed, input_required};
 pub use envelope::{Code, Envelope, cap_text};
 pub use hints::nearest as nearest_names;
 pub use registry::{Registry, RegistryError};

@@ -34,6 +34,9 @@ pub enum RepairKind {
     IndentationRealigned,
     /// edit: literal `\n`, `\t`, `\"` … in search and replace were unescaped.
     JsonEscapeUnwrapped,
+    /// request_user_input: the one-question shorthand `{question, options: [string]}`
+    /// was expanded into the full `questions` form.
+    QuestionShorthand,
     /// edit: curly quotes, unicode dashes and odd spaces were folded to ASCII to match.
     UnicodeNormalized,
 }

@@ -212,6 +212,8 @@ pub struct CallContext {
     /// check it; the registry also stops waiting on the tool when it fires.
     pub cancel: CancellationToken,
     pub progress: Progress,
+    /// How this call can reach a person (request_user_input, approvals).
+    pub ask: super::ask::Asking,
 }
 
 /// Run blocking file-system work on tokio's blocking pool. Most tools are a thin

@@ -3,21 +3,27 @@
 //! [`Registry::dispatch`] and comes back as `content` (the envelope's text),
 //! `structuredContent` (the whole envelope) and `isError`. rmcp handles both the
 //! `initialize` handshake (2025-06-18 / 2025-11-25) and the 2026-07-28 lifecycle
-//! (`server/discover` and per-request metadata).
+//! (`server/discover` and per-request metadata). A call that needs a person's answer
+//! asks through [`ask`]; the session's plan and todos are resources ([`resources`]).
+
+mod ask;
+mod resources;
 
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, ToolAnnotations,
+    CustomResult, ErrorCode, Implementation, InputResponses, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, ToolAnnotations, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
-use crate::boundary::{Approval, ApprovalRequest, Approver, ApproverSlot};
-use crate::core::{CallContext, Progress, Registry, ToolSpec};
+use crate::boundary::{ApprovalRequest, Approver, ApproverSlot, approval_form, approval_of};
+use crate::core::{Answer, CallContext, Code, Envelope, Progress, Registry, ToolSpec};
 use crate::tools::Env;
 
 /// How long a person has to answer an approval (the gate waits 120 s).
@@ -27,54 +33,14 @@ const APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(110
 /// declared it can (form mode). Called on the decision server's threads, so it blocks
 /// on the runtime.
 fn elicitation_approver(context: &RequestContext<RoleServer>) -> Option<Approver> {
-    use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema};
-    use rmcp::service::ElicitationMode;
-    let peer = context.peer.clone();
-    if !peer
-        .supported_elicitation_modes()
-        .contains(&ElicitationMode::Form)
-    {
-        return None;
-    }
+    let asker = ask::elicitation_asker(context)?;
     let handle = tokio::runtime::Handle::current();
     Some(Arc::new(move |req: &ApprovalRequest| {
-        let choices = EnumSchema::builder(vec![
-            "allow_once".to_string(),
-            "allow_session".to_string(),
-            "deny".to_string(),
-        ])
-        .build();
-        let schema = ElicitationSchema::builder()
-            .required_enum_schema("decision", choices)
-            .build()
-            .ok()?;
-        let task = req
-            .task_id
-            .as_deref()
-            .map(|t| format!(" (task {t})"))
-            .unwrap_or_default();
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: format!(
-                "whalebox: the agent wants to run `{}`{task}. The exec policy asks a person: {}. Allow it?",
-                req.command, req.reason
-            ),
-            requested_schema: schema,
-        };
-        let answer = handle
-            .block_on(peer.create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT)))
-            .ok()?;
-        let choice = match answer.action {
-            ElicitationAction::Accept => {
-                match answer.content.as_ref().and_then(|c| c["decision"].as_str()) {
-                    Some("allow_once") => Approval::Once,
-                    Some("allow_session") => Approval::Session,
-                    _ => Approval::Deny,
-                }
-            }
-            _ => Approval::Deny,
-        };
-        Some((choice, "the user (MCP elicitation)"))
+        let answer = handle.block_on(asker(approval_form(req), APPROVAL_TIMEOUT));
+        if answer == Answer::Timeout {
+            return None;
+        }
+        Some((approval_of(&answer), "the user (MCP elicitation)"))
     }))
 }
 
@@ -84,16 +50,27 @@ pub struct Server {
     instructions: String,
     /// Where the exec boundary looks for someone to answer `ask`.
     approver: ApproverSlot,
+    questions: ask::Questions,
+    /// Approvals parked for the 2026-07-28 lifecycle.
+    pending: crate::boundary::PendingApprovals,
+    resources: resources::Resources,
+    /// How long a sealed question stays answerable.
+    question_ttl: std::time::Duration,
 }
 
 impl Server {
-    pub fn new(registry: Arc<Registry>, env: &Env) -> Self {
+    pub fn new(registry: Arc<Registry>, env: &Arc<Env>) -> Self {
         let tools = registry.specs().map(mcp_tool).collect();
         Server {
             instructions: instructions(&registry, env),
             registry,
             tools,
             approver: env.approver.clone(),
+            questions: ask::Questions::new(),
+            pending: env.approvals.clone(),
+            resources: resources::Resources::new(Arc::clone(env)),
+            question_ttl: std::time::Duration::from_millis(env.profile.input.timeout_ms)
+                .max(APPROVAL_TIMEOUT),
         }
     }
 
@@ -198,7 +175,16 @@ fn instructions(registry: &Registry, env: &Env) -> String {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.resources.uris().is_empty() {
+            ServerCapabilities::builder().enable_tools().build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
                     .with_title("whalebox"),
@@ -220,13 +206,78 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        if !self.approver.is_set()
-            && let Some(approver) = elicitation_approver(&context)
-        {
-            self.approver.set(approver);
+        if !self.approver.is_set() {
+            if ask::modern(&context) {
+                // No server-initiated requests: questions wait for a call to carry them.
+                self.approver.set(self.pending.approver(APPROVAL_TIMEOUT));
+            } else if let Some(approver) = elicitation_approver(&context) {
+                self.approver.set(approver);
+            }
         }
-        let result = self.call(&request.name, args, &context).await;
-        Ok(CallToolResponse::Complete(result))
+        Ok(self
+            .call(
+                &request.name,
+                args,
+                &context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            )
+            .await)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(self.resources.list()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.resources.read(&request.uri).map(Into::into)
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resources.subscribe(&request.uri, context.peer.clone())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.resources.unsubscribe(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let ours = self.resources.uris();
+        let mut filter = SubscriptionFilter::new();
+        filter.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|u| ours.contains(&u.as_str()))
+                .cloned()
+                .collect()
+        });
+        Some(filter)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.resources.listen(context).await;
+        Ok(())
     }
 
     /// rmcp hands over a `tools/call` whose params do not deserialize (arguments sent as
@@ -252,13 +303,22 @@ impl ServerHandler for Server {
             ));
         };
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-        let result = self.call(name, args, &context).await;
-        let mut value = serde_json::to_value(&result)
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if !modern && let Value::Object(map) = &mut value {
+        let responses: Option<InputResponses> = params
+            .get("inputResponses")
+            .and_then(|r| serde_json::from_value(r.clone()).ok());
+        let state = params.get("requestState").and_then(Value::as_str);
+        let response = self
+            .call(name, args, &context, responses.as_ref(), state)
+            .await;
+        let mut value = match &response {
+            CallToolResponse::InputRequired(r) => serde_json::to_value(r),
+            CallToolResponse::Complete(r) => serde_json::to_value(r),
+            _ => return Err(McpError::internal_error("unexpected call outcome", None)),
+        }
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        if !ask::modern(&context)
+            && let Value::Object(map) = &mut value
+        {
             // Older protocol versions have no `resultType`.
             map.remove("resultType");
         }
@@ -272,7 +332,23 @@ impl Server {
         name: &str,
         args: Value,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResult {
+        responses: Option<&InputResponses>,
+        state: Option<&str>,
+    ) -> CallToolResponse {
+        let ask = match self
+            .questions
+            .asking(name, &args, context, responses, state)
+        {
+            Ok(ask) => ask,
+            Err(why) => {
+                return CallToolResponse::Complete(tool_result(&Envelope::error(
+                    Code::InvalidInput,
+                    &why,
+                    "call the tool again without requestState to be asked afresh",
+                    Value::Null,
+                )));
+            }
+        };
         let progress = match context.meta.get_progress_token() {
             Some(token) => {
                 let peer = context.peer.clone();
@@ -291,12 +367,35 @@ impl Server {
         let ctx = CallContext {
             cancel: context.ct.clone(),
             progress,
+            ask,
         };
-        let envelope = self.registry.dispatch(name, args, ctx).await;
-        let mut result = CallToolResult::default();
-        result.content = vec![ContentBlock::text(envelope.text.clone())];
-        result.is_error = Some(!envelope.ok);
-        result.structured_content = serde_json::to_value(&envelope).ok();
-        result
+        let envelope = self.registry.dispatch(name, args.clone(), ctx).await;
+        if envelope.code == Code::InputRequired {
+            return match self.questions.input_required(
+                name,
+                &args,
+                &envelope.data,
+                self.question_ttl,
+            ) {
+                Some(r) => CallToolResponse::InputRequired(r),
+                None => CallToolResponse::Complete(tool_result(&Envelope::error(
+                    Code::Internal,
+                    "whalebox could not build the question for the client",
+                    "this is a whalebox bug; report it",
+                    Value::Null,
+                ))),
+            };
+        }
+        CallToolResponse::Complete(tool_result(&envelope))
     }
+}
+
+/// The MCP result of an envelope: its text as content, the whole envelope as
+/// `structuredContent`, `isError` when it is not ok.
+fn tool_result(envelope: &Envelope) -> CallToolResult {
+    let mut result = CallToolResult::default();
+    result.content = vec![ContentBlock::text(envelope.text.clone())];
+    result.is_error = Some(!envelope.ok);
+    result.structured_content = serde_json::to_value(envelope).ok();
+    result
 }

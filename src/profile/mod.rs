@@ -17,7 +17,7 @@ use crate::guard::presets::{self, Excluded, Kind, Preset, PresetPath};
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
 
 /// Tool groups enabled when a profile does not say.
-const DEFAULT_GROUPS: &[&str] = &["files", "search", "edit", "shell"];
+const DEFAULT_GROUPS: &[&str] = &["files", "search", "edit", "shell", "plan", "todo", "input"];
 /// No call waits longer than this before answering: clients time out at 60 s.
 pub const YIELD_CEILING_MS: u64 = 50_000;
 /// Skill directories used when a profile does not say (relative ones: in the workspace).
@@ -51,7 +51,7 @@ struct ProfileFile {
     /// The directory the agent works in (read and write). Relative: against the profile
     /// file's directory (or, for a profile baked into a Nix wrapper, the working directory).
     workspace: Option<String>,
-    /// Enabled tool groups: files, search, edit, shell.
+    /// Enabled tool groups: files, search, edit, shell, plan, todo, input.
     tools: Option<Vec<String>>,
     /// Approved read-only roots outside the workspace (absolute, `~/…` or relative).
     #[serde(default)]
@@ -68,6 +68,42 @@ struct ProfileFile {
     shell: ShellSection,
     #[serde(default)]
     landlock: LandlockFile,
+    #[serde(default)]
+    todo: TodoFile,
+    #[serde(default)]
+    input: InputSection,
+}
+
+/// `[todo]` as written.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+struct TodoFile {
+    /// Keep the todo list in this JSON file (relative: against the profile's directory),
+    /// loaded at start and rewritten atomically on every change, so it outlives a client
+    /// restart. Unset: the list lives as long as the session.
+    file: Option<String>,
+}
+
+/// `[todo]`, resolved.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct TodoSection {
+    pub file: Option<PathBuf>,
+}
+
+/// `[input]`: how request_user_input waits for a person.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct InputSection {
+    /// How long a question waits for an answer before the call answers `timeout`.
+    pub timeout_ms: u64,
+}
+
+impl Default for InputSection {
+    fn default() -> Self {
+        InputSection {
+            timeout_ms: 300_000,
+        }
+    }
 }
 
 /// `[landlock]` as written (paths still unexpanded): kernel fences for the server and
@@ -364,6 +400,8 @@ pub struct Profile {
     pub edit: EditSection,
     pub shell: ShellSection,
     pub landlock: LandlockSection,
+    pub todo: TodoSection,
+    pub input: InputSection,
     /// Things that are not errors but deserve a look (a missing read root …).
     pub warnings: Vec<String>,
 }
@@ -675,6 +713,14 @@ impl Profile {
         if let Some(file) = shell.approvals_file.take() {
             shell.approvals_file = Some(resolve(&file.display().to_string())?);
         }
+        let todo = TodoSection {
+            file: raw.todo.file.as_deref().map(resolve).transpose()?,
+        };
+        if raw.input.timeout_ms == 0 {
+            return Err(invalid(
+                "input.timeout_ms must be at least 1 (how long a question waits)".into(),
+            ));
+        }
         Ok(Profile {
             source: file.map(Path::to_path_buf),
             workspace,
@@ -686,6 +732,8 @@ impl Profile {
             edit: raw.edit,
             shell,
             landlock,
+            todo,
+            input: raw.input,
             warnings,
         })
     }

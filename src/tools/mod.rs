@@ -2,16 +2,20 @@
 //! shared [`Env`] (profile, path guard, skills) the tools of one session work in.
 //!
 //! Groups: `files` (read_file, list_dir, load_skill), `search` (grep, search_files),
-//! `edit` (edit, multi_edit, write) and `shell` (shell_run, shell_wait, write_stdin,
-//! shell_cancel).
+//! `edit` (edit, multi_edit, write), `shell` (shell_run, shell_wait, write_stdin,
+//! shell_cancel), `plan` (update_plan), `todo` (todo_*) and `input` (request_user_input).
 //! Each group lives in its own module; adding one is a module plus a row in [`GROUPS`].
 
+pub mod board;
 mod common;
 mod edit;
 mod files;
+mod input;
+mod plan;
 mod search;
 mod shell;
 mod skills;
+mod todo;
 mod walk;
 
 use std::path::{Path, PathBuf};
@@ -28,7 +32,9 @@ use crate::profile::Profile;
 use crate::shell::TaskTable;
 use crate::shell::task::Limits;
 
+pub use plan::render as plan_text;
 pub use skills::{Skill, SkillIndex};
+pub use todo::render as todos_text;
 
 /// Everything the tools of one session share, built once from the profile.
 #[derive(Debug)]
@@ -42,6 +48,8 @@ pub struct Env {
     pub stripes: Stripes,
     /// The shell tasks this session started.
     pub tasks: Arc<TaskTable>,
+    /// The plan and the todo list this session keeps for the agent.
+    pub board: board::Board,
     pub session: Session,
     /// The exec policy (loaded at start when the shell group is on and the boundary
     /// is not off; a policy that does not load stops startup).
@@ -53,6 +61,8 @@ pub struct Env {
     kernel_gate: std::sync::OnceLock<Result<(), String>>,
     /// Who answers the policy's `ask` (installed by the MCP server when its client can).
     pub approver: ApproverSlot,
+    /// Approvals waiting for a shell call to carry them (2026-07-28 lifecycle).
+    pub approvals: crate::boundary::PendingApprovals,
     /// This server's private directories: `tmp` (the TMPDIR of every command) and `run`
     /// (decision sockets), in one 0700 directory that goes away with the server.
     pub private: PrivateDirs,
@@ -168,6 +178,7 @@ impl Env {
                 "cannot create the private temporary directory: {e}"
             ))
         })?;
+        let board = board::Board::new(profile.todo.file.clone());
         let mut env = Env {
             profile,
             guard,
@@ -175,12 +186,14 @@ impl Env {
             ledger: Ledger::default(),
             stripes: Stripes::default(),
             tasks,
+            board,
             session,
             policy,
             gated_shell: std::sync::OnceLock::new(),
             gate: std::sync::OnceLock::new(),
             kernel_gate: std::sync::OnceLock::new(),
             approver: ApproverSlot::default(),
+            approvals: crate::boundary::PendingApprovals::default(),
             private,
             sandbox: None,
             sandbox_status: std::sync::OnceLock::new(),
@@ -484,6 +497,21 @@ pub const GROUPS: &[Group] = &[
         name: "shell",
         summary: "shell_run, shell_wait, write_stdin, shell_cancel",
         register: shell::register,
+    },
+    Group {
+        name: "plan",
+        summary: "update_plan",
+        register: plan::register,
+    },
+    Group {
+        name: "todo",
+        summary: "todo_add, todo_list, todo_update, todo_remove, todo_clear_completed",
+        register: todo::register,
+    },
+    Group {
+        name: "input",
+        summary: "request_user_input",
+        register: input::register,
     },
 ];
 

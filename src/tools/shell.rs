@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::boundary::{approval_form, approval_of};
 use crate::core::{
-    BoxFuture, CallContext, Code, Registry, RegistryError, Tool, ToolError, ToolOutput, ToolResult,
+    Asking, BoxFuture, CallContext, Code, Registry, RegistryError, Tool, ToolError, ToolOutput,
+    ToolResult, input_required,
 };
 use crate::guard::Access;
 use crate::shell::diagnose::{Facts, diagnose};
@@ -477,6 +479,14 @@ impl ShellRun {
                 None => None,
             },
         };
+        // The retry that brings a person's answer to an approval (2026-07-28): the task
+        // is the one that asked; nothing new starts.
+        if let Some(resumed) = resumed_approval(env, &ctx) {
+            let (task, note) = resumed?;
+            notes.extend(note);
+            wait_for(env, &task, Duration::from_millis(yield_ms), &ctx).await?;
+            return report(env, &task, &notes);
+        }
         let task = match env.tasks.start(&a.command, spec) {
             Ok(t) => t,
             Err(StartError::Full { live }) => {
@@ -494,10 +504,7 @@ impl ShellRun {
             }
         };
         if !a.background {
-            tokio::select! {
-                _ = task.wait(Duration::from_millis(yield_ms)) => {}
-                _ = ctx.cancel.cancelled() => {}
-            }
+            wait_for(env, &task, Duration::from_millis(yield_ms), &ctx).await?;
         }
         let sandbox = json!(env.sandbox_status());
         let with_boundary = |data: &mut serde_json::Value| {
@@ -516,6 +523,47 @@ impl ShellRun {
                 err
             })
     }
+}
+
+/// Wait for `task` at most `limit`. On the 2026-07-28 lifecycle an approval the task is
+/// waiting for ends the wait: the call answers `input_required` carrying the question,
+/// and its retry brings the answer ([`resumed_approval`]).
+async fn wait_for(
+    env: &Env,
+    task: &Task,
+    limit: Duration,
+    ctx: &CallContext,
+) -> Result<(), ToolError> {
+    let carries = matches!(ctx.ask, Asking::Retry(_));
+    tokio::select! {
+        _ = task.wait(limit) => Ok(()),
+        _ = ctx.cancel.cancelled() => Ok(()),
+        (id, req) = env.approvals.next_for(&task.id), if carries => Err(input_required(
+            approval_form(&req),
+            json!({"task": task.id, "approval": id}),
+        )),
+    }
+}
+
+/// The task a retry resumes, and a note for its result.
+type Resumption = (Arc<Task>, Option<String>);
+
+/// A retry that carries a person's answer to an approval: hand the answer over and
+/// return the task that asked (with a note when the question had expired meanwhile).
+fn resumed_approval(
+    env: &Env,
+    ctx: &CallContext,
+) -> Option<Result<Resumption, ToolError>> {
+    let Asking::Retry(Some(r)) = &ctx.ask else {
+        return None;
+    };
+    let id = r.state["approval"].as_u64()?;
+    let task_id = r.state["task"].as_str()?;
+    let delivered = env.approvals.answer(id, approval_of(&r.answer));
+    let note = (!delivered).then(|| {
+        "the approval question expired before the answer came; the profile's [shell] on_ask decided it".to_string()
+    });
+    Some(find_task(env, task_id).map(|t| (t, note)))
 }
 
 pub(crate) struct ShellWait {
@@ -572,10 +620,16 @@ impl Tool for ShellWait {
             if requested > cap {
                 notes.push(format!("timeout_ms {requested} was clamped to {cap}"));
             }
-            tokio::select! {
-                _ = task.wait(Duration::from_millis(requested.min(cap))) => {}
-                _ = ctx.cancel.cancelled() => {}
+            if let Some(resumed) = resumed_approval(&self.env, &ctx) {
+                notes.extend(resumed?.1);
             }
+            wait_for(
+                &self.env,
+                &task,
+                Duration::from_millis(requested.min(cap)),
+                &ctx,
+            )
+            .await?;
             report(&self.env, &task, &notes)
         })
     }
