@@ -215,7 +215,7 @@ fn profile_check_prints_the_effective_profile() {
         f.root.join("policies/default.toml").to_str().unwrap()
     );
     assert_eq!(report["output"]["max_chars"], 5000);
-    assert_eq!(report["enabled_tools"].as_array().unwrap().len(), 12);
+    assert_eq!(report["enabled_tools"].as_array().unwrap().len(), 19);
     assert_eq!(report["edit"]["write_requires_read"], true);
     assert_eq!(report["landlock"]["mode"], "best-effort");
     assert!(
@@ -260,10 +260,21 @@ fn tools_lists_enabled_tools_with_schemas() {
     for spec in specs.as_array().unwrap() {
         assert_eq!(spec["input_schema"]["type"], "object");
         assert_eq!(spec["input_schema"]["additionalProperties"], false);
-        let writes =
-            spec["group"] == "edit" || (spec["group"] == "shell" && spec["name"] != "shell_wait");
-        assert_eq!(spec["annotations"]["read_only"], !writes, "{spec:#}");
-        assert_eq!(spec["annotations"]["destructive"], writes, "{spec:#}");
+        let name = spec["name"].as_str().unwrap();
+        // The agent's own state: changed but nothing of the user's destroyed, except
+        // removing todos.
+        let (read_only, destructive) = match name {
+            "update_plan" | "todo_add" | "todo_update" => (false, false),
+            "todo_remove" | "todo_clear_completed" => (false, true),
+            "todo_list" | "request_user_input" => (true, false),
+            _ => {
+                let writes =
+                    spec["group"] == "edit" || (spec["group"] == "shell" && name != "shell_wait");
+                (!writes, writes)
+            }
+        };
+        assert_eq!(spec["annotations"]["read_only"], read_only, "{spec:#}");
+        assert_eq!(spec["annotations"]["destructive"], destructive, "{spec:#}");
         assert!(!spec["description"].as_str().unwrap().is_empty());
     }
 }

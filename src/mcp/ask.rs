@@ -38,6 +38,15 @@ pub struct Questions {
     codec: RequestStateCodec,
 }
 
+/// Can this 2026-07-28 request carry a question back (its client declared elicitation)?
+pub fn can_retry(context: &RequestContext<RoleServer>) -> bool {
+    modern(context)
+        && context
+            .meta
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+}
+
 /// Is this session on the 2026-07-28 lifecycle (or later)?
 pub fn modern(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -158,7 +167,12 @@ impl Questions {
             })));
         }
         if modern {
-            return Ok(Asking::Retry(None));
+            // Capabilities travel with each request on this lifecycle.
+            return Ok(if can_retry(context) {
+                Asking::Retry(None)
+            } else {
+                Asking::Nobody("the client did not declare the elicitation capability".into())
+            });
         }
         Ok(match elicitation_asker(context) {
             Some(asker) => Asking::Now(asker),

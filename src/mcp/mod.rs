@@ -143,6 +143,17 @@ fn instructions(registry: &Registry, env: &Env) -> String {
         text.push_str(&format!(" Read-only roots: {}.", roots.join(", ")));
     }
     text.push_str(&format!(" Tools: {}.", registry.names().join(", ")));
+    let names = registry.names();
+    if names.contains(&"update_plan") || names.contains(&"todo_add") {
+        text.push_str(
+            " The plan (update_plan) and todos (todo_*) are kept by this server for the session              and shown to the person (resources whalebox://session/plan and /todos).",
+        );
+    }
+    if names.contains(&"request_user_input") {
+        text.push_str(
+            " request_user_input asks the person and waits; use it only for decisions that are              theirs, never for secrets.",
+        );
+    }
     text.push_str(&format!(" Sandbox: {}.", env.sandbox_status().summary()));
     if registry.names().contains(&"shell_run") && env.policy.is_some() {
         text.push_str(&match env.shell_boundary() {
@@ -207,10 +218,12 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         if !self.approver.is_set() {
-            if ask::modern(&context) {
+            if ask::can_retry(&context) {
                 // No server-initiated requests: questions wait for a call to carry them.
                 self.approver.set(self.pending.approver(APPROVAL_TIMEOUT));
-            } else if let Some(approver) = elicitation_approver(&context) {
+            } else if !ask::modern(&context)
+                && let Some(approver) = elicitation_approver(&context)
+            {
                 self.approver.set(approver);
             }
         }

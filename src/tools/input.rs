@@ -434,10 +434,6 @@ impl Tool for RequestUserInput {
         true
     }
 
-    fn open_world(&self) -> bool {
-        true
-    }
-
     fn run(self: Arc<Self>, input: Value, ctx: CallContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
             let (qs, repairs) = questions(args(input)?)?;

@@ -550,10 +550,7 @@ type Resumption = (Arc<Task>, Option<String>);
 
 /// A retry that carries a person's answer to an approval: hand the answer over and
 /// return the task that asked (with a note when the question had expired meanwhile).
-fn resumed_approval(
-    env: &Env,
-    ctx: &CallContext,
-) -> Option<Result<Resumption, ToolError>> {
+fn resumed_approval(env: &Env, ctx: &CallContext) -> Option<Result<Resumption, ToolError>> {
     let Asking::Retry(Some(r)) = &ctx.ask else {
         return None;
     };

@@ -12,7 +12,13 @@ from mcp import Client, StdioServerParameters
 MODES = ["legacy", "2026-07-28"]
 READ_TOOLS = {"read_file", "list_dir", "load_skill", "grep", "search_files", "shell_wait"}
 EDIT_TOOLS = {"edit", "multi_edit", "write", "shell_run", "write_stdin", "shell_cancel"}
-TOOLS = READ_TOOLS | EDIT_TOOLS
+# The agent's own state and its line to the person: (read-only, destructive).
+SESSION_TOOLS = {
+    "update_plan": (False, False), "todo_add": (False, False), "todo_update": (False, False),
+    "todo_list": (True, False), "todo_remove": (False, True),
+    "todo_clear_completed": (False, True), "request_user_input": (True, False),
+}
+TOOLS = READ_TOOLS | EDIT_TOOLS | set(SESSION_TOOLS)
 
 
 def client(binary: str, workspace: pathlib.Path, mode: str) -> Client:
@@ -48,8 +54,9 @@ async def test_lists_tools_with_schemas_and_annotations(whalebox_bin, workspace,
             assert tool.description
             assert tool.title
             writes = tool.name in EDIT_TOOLS
-            assert tool.annotations.read_only_hint is (not writes)
-            assert tool.annotations.destructive_hint is writes
+            read_only, destructive = SESSION_TOOLS.get(tool.name, (not writes, writes))
+            assert tool.annotations.read_only_hint is read_only, tool.name
+            assert tool.annotations.destructive_hint is destructive, tool.name
             assert tool.annotations.open_world_hint is False
             assert tool.output_schema["required"] == ["ok", "code", "text", "data", "repairs"]
         assert tools["read_file"].input_schema["required"] == ["file_path"]
