@@ -8,16 +8,6 @@ use std::io::{Read, Write};
 use common::Fixture;
 use serde_json::json;
 
-fn read_until(reader: &mut dyn Read, seen: &mut String, marker: &str) {
-    let mut buf = [0u8; 4096];
-    while !seen.contains(marker) {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-        }
-    }
-}
-
 #[test]
 fn questions_on_the_terminal_are_answered_by_number_or_in_words() {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
@@ -52,12 +42,12 @@ fn questions_on_the_terminal_are_answered_by_number_or_in_words() {
         ("3) export", "1, 3\r"),
         ("Project name?", "demo\r"),
     ] {
-        read_until(&mut reader, &mut seen, marker);
+        common::read_until(&mut reader, &mut seen, marker);
         assert!(seen.contains(marker), "{seen}");
         writer.write_all(reply.as_bytes()).unwrap();
         writer.flush().unwrap();
         // Wait for the echo, so the next marker is looked for after it.
-        read_until(&mut reader, &mut seen, reply.trim_end());
+        common::read_until(&mut reader, &mut seen, reply.trim_end());
     }
     let mut rest = String::new();
     let _ = reader.read_to_string(&mut rest);

@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::time::{Duration, Instant};
+use std::io::Write;
 
 use common::Fixture;
 
@@ -133,22 +132,6 @@ fn shell_is_an_interactive_gated_zsh_in_the_sandbox() {
     }
 }
 
-/// Read from the PTY until `needle` shows up (or fail after 20 s).
-fn read_until(reader: &mut Box<dyn Read + Send>, seen: &mut String, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut buf = [0u8; 4096];
-    while !seen.contains(needle) {
-        assert!(
-            Instant::now() < deadline,
-            "never saw {needle:?} in {seen:?}"
-        );
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-        }
-    }
-}
-
 #[test]
 fn approvals_on_the_terminal_need_the_code_shown_with_the_question() {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
@@ -173,7 +156,7 @@ fn approvals_on_the_terminal_need_the_code_shown_with_the_question() {
         let mut reader = pair.master.try_clone_reader().unwrap();
         let mut writer = pair.master.take_writer().unwrap();
         let mut seen = String::new();
-        read_until(&mut reader, &mut seen, "deny: anything else");
+        common::read_until(&mut reader, &mut seen, "deny: anything else");
         let code = seen
             .split("allow once: o")
             .nth(1)

@@ -265,3 +265,19 @@ pub fn find_system_program(name: &str) -> Option<PathBuf> {
                 })
         })
 }
+
+/// Read from the PTY until `needle` shows up (or fail after 20 s).
+pub fn read_until(reader: &mut Box<dyn std::io::Read + Send>, seen: &mut String, needle: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut buf = [0u8; 4096];
+    while !seen.contains(needle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never saw {needle:?} in {seen:?}"
+        );
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+}
