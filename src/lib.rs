@@ -25,3 +25,4 @@ pub mod runner;
 pub mod shell;
 pub mod text;
 pub mod tools;
+pub mod web;

@@ -54,6 +54,13 @@ pub enum Code {
     DeniedByPolicy,
     /// shell: the policy asks a person about a program and nobody could answer.
     ApprovalNeeded,
+    /// web: the URL's scheme, host, port or address is refused by the profile's rules
+    /// (the text names the rule and how to allow it).
+    UrlDenied,
+    /// web: the server answered with a status of 400 or more.
+    HttpError,
+    /// web: DNS, connection, TLS or protocol failure, or the search backends refused.
+    NetworkError,
     /// request_user_input: the person declined to answer.
     Declined,
     /// The 2026-07-28 lifecycle: the call waits for a person's answer (an MCP
@@ -86,6 +93,9 @@ impl Code {
         Code::Unsupported,
         Code::DeniedByPolicy,
         Code::ApprovalNeeded,
+        Code::UrlDenied,
+        Code::HttpError,
+        Code::NetworkError,
         Code::Declined,
         Code::InputRequired,
         Code::Internal,
@@ -113,6 +123,9 @@ impl Code {
             Code::Unsupported => "unsupported",
             Code::DeniedByPolicy => "denied_by_policy",
             Code::ApprovalNeeded => "approval_needed",
+            Code::UrlDenied => "url_denied",
+            Code::HttpError => "http_error",
+            Code::NetworkError => "network_error",
             Code::Declined => "declined",
             Code::InputRequired => "input_required",
             Code::Internal => "internal",

@@ -43,6 +43,9 @@ pub struct Sandbox {
     pub paths: Vec<(PathBuf, Grant)>,
     pub network: NetworkMode,
     pub connect: Vec<u16>,
+    /// More ports the server's own layer allows (see [`Extras::server_connect`]).
+    #[serde(default)]
+    pub server_connect: Vec<u16>,
     pub bind: Vec<u16>,
     /// What must exist before the ruleset is built: made by [`Sandbox::create_files`]
     /// when the server enters the sandbox (never by `doctor` or `profile check`).
@@ -196,6 +199,9 @@ pub struct Extras {
     /// Single files the server appends to (audit log, approvals file); created empty
     /// by [`Sandbox::create_files`] just before the server enters the sandbox.
     pub files: Vec<PathBuf>,
+    /// TCP ports the server itself connects to (the web group's `[web] ports` and its
+    /// search endpoint), with `network = "deny"`.
+    pub server_connect: Vec<u16>,
 }
 
 impl Sandbox {
@@ -275,6 +281,7 @@ impl Sandbox {
             paths,
             network: l.network,
             connect: l.connect.clone(),
+            server_connect: extras.server_connect.clone(),
             bind: l.bind.clone(),
             create,
             hints: Hints {
@@ -452,7 +459,18 @@ impl Sandbox {
                 .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
         }
         if self.network == NetworkMode::Deny {
-            for port in &self.connect {
+            // The server's own layer also lets the server reach what it fetches itself
+            // (the web group's ports); the commands' layer has only their list. (Layers
+            // stack, so the server's must include the commands' ports too.)
+            let extra = if layer == Layer::Server {
+                &self.server_connect[..]
+            } else {
+                &[]
+            };
+            let mut ports: Vec<u16> = self.connect.iter().chain(extra).copied().collect();
+            ports.sort_unstable();
+            ports.dedup();
+            for port in &ports {
                 created = created
                     .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
                     .map_err(|e| fail(&e))?;
@@ -718,6 +736,7 @@ mod tests {
             paths,
             network: NetworkMode::Allow,
             connect: vec![],
+            server_connect: vec![],
             bind: vec![],
             create: vec![],
             hints: Hints {

@@ -17,6 +17,7 @@ mod shell;
 mod skills;
 mod todo;
 mod walk;
+pub(crate) mod web;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -252,6 +253,9 @@ impl Env {
                 &self.profile.shell.approvals_file,
             ];
             extras.files.extend(files.into_iter().flatten().cloned());
+        }
+        if self.profile.tools.iter().any(|g| g == "web") {
+            extras.server_connect = crate::tools::web::server_ports(&self.profile.web);
         }
         let sandbox = Sandbox::from_profile(&self.profile, &extras);
         if let Some(s) = &sandbox {
@@ -512,6 +516,11 @@ pub const GROUPS: &[Group] = &[
         name: "input",
         summary: "request_user_input",
         register: input::register,
+    },
+    Group {
+        name: "web",
+        summary: "web_fetch, fetch, web_search (opt-in)",
+        register: web::register,
     },
 ];
 

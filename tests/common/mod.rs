@@ -76,6 +76,17 @@ impl Fixture {
             .env_remove("WHALEBOX_PROFILE")
             .env_remove("WHALEBOX_POLICY")
             .env_remove("WHALEBOX_RELATIVE_TO");
+        // No request of a test may leave this machine through a proxy.
+        for var in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+        ] {
+            cmd.env_remove(var);
+        }
         cmd
     }
 
