@@ -733,3 +733,33 @@ fn the_web_group_is_opt_in_and_its_profile_is_checked() {
         assert!(stderr.contains(says), "{bad}: {stderr}");
     }
 }
+
+#[test]
+fn with_network_denied_the_server_reaches_the_web_ports_and_commands_do_not() {
+    if common::landlock_abi() < 4 {
+        eprintln!("SKIPPED: Landlock ABI 4 (TCP rules) is not in this kernel");
+        return;
+    }
+    let s = Server::start();
+    let f = Fixture::new().with_profile(&format!(
+        "tools = [\"web\", \"shell\"]\n[web]\nallow_private = [\"127.0.0.1\"]\nports = [{p}]\n\
+         [shell]\nexec_boundary = \"off\"\n[landlock]\nmode = \"enforce\"\nmin_abi = 4\nnetwork = \"deny\"\nconnect = []\n",
+        p = s.port
+    ));
+    let env = f.ok("web_fetch", &args(json!({"url": s.url("/json")})));
+    assert!(env["text"].as_str().unwrap().contains("whalebox"), "{env}");
+    let python = common::system_program("python3");
+    let env = f.call(
+        "shell_run",
+        &args(json!({"command": format!(
+            "{} -c \"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {}), timeout=5); print('connected')\nexcept OSError as e:\n    print('refused', e.errno)\"",
+            python.display(), s.port
+        )})),
+    )
+    .1;
+    assert!(
+        env["text"].as_str().unwrap().contains("refused 13"),
+        "{env}"
+    );
+    assert_eq!(s.hits("/json"), 1, "only the server's own request arrived");
+}

@@ -51,7 +51,7 @@ struct ProfileFile {
     /// The directory the agent works in (read and write). Relative: against the profile
     /// file's directory (or, for a profile baked into a Nix wrapper, the working directory).
     workspace: Option<String>,
-    /// Enabled tool groups: files, search, edit, shell, plan, todo, input.
+    /// Enabled tool groups: files, search, edit, shell, plan, todo, input, web.
     tools: Option<Vec<String>>,
     /// Approved read-only roots outside the workspace (absolute, `~/…` or relative).
     #[serde(default)]
