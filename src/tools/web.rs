@@ -23,7 +23,7 @@ use crate::profile::{OnNewHost, WebSection};
 use crate::web::body::{self, Kind};
 use crate::web::cache::{Cache, Doc};
 use crate::web::client::{self, Failure, Limits, Request, Response};
-use crate::web::guard::Guard;
+use crate::web::guard::{Guard, host_matches};
 use crate::web::{html, search};
 
 use super::Env;
@@ -118,13 +118,7 @@ impl Web {
 
     /// Hosts that need no question (allow_hosts), and the rule for the others.
     fn host_allowed_without_asking(&self, host: &str) -> bool {
-        self.cfg().allow_hosts.iter().any(|p| {
-            let p = p.to_ascii_lowercase();
-            match p.strip_prefix("*.") {
-                Some(d) => host == d || host.ends_with(&format!(".{d}")),
-                None => host == p,
-            }
-        })
+        self.cfg().allow_hosts.iter().any(|p| host_matches(p, host))
     }
 
     /// The request with its redirects, asking the person about new hosts when the
@@ -615,6 +609,7 @@ struct SearchArgs {
     blocked_domains: Vec<String>,
 }
 
+/// Is the URL's host one of `domains` or under one (`example.com`, `*.example.com`)?
 fn in_domains(url: &str, domains: &[String]) -> bool {
     let Some(host) = Url::parse(url)
         .ok()
@@ -623,12 +618,8 @@ fn in_domains(url: &str, domains: &[String]) -> bool {
         return false;
     };
     domains.iter().any(|d| {
-        let d = d
-            .trim()
-            .trim_start_matches("*.")
-            .trim_start_matches('.')
-            .to_ascii_lowercase();
-        host == d || host.ends_with(&format!(".{d}"))
+        let d = d.trim();
+        host_matches(d, &host) || host_matches(&format!("*.{d}"), &host)
     })
 }
 

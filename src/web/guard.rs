@@ -37,9 +37,12 @@ pub struct Guard {
 }
 
 /// Does `host` match `pattern` (exact, or `*.domain` for the domain and its subdomains)?
-fn host_matches(pattern: &str, host: &str) -> bool {
-    let pattern = pattern.trim_end_matches('.').to_ascii_lowercase();
-    match pattern.strip_prefix("*.") {
+pub fn host_matches(pattern: &str, host: &str) -> bool {
+    let pattern = pattern.trim().trim_end_matches('.').to_ascii_lowercase();
+    match pattern
+        .strip_prefix("*.")
+        .or_else(|| pattern.strip_prefix('.'))
+    {
         Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
         None => host == pattern,
     }
