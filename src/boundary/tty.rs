@@ -130,16 +130,18 @@ fn ask_form(form: &crate::core::Form) -> std::io::Result<crate::core::Answer> {
         if id.ends_with("_other") && props.contains_key(id.trim_end_matches("_other")) {
             continue;
         }
-        let choices: Vec<&str> = prop["oneOf"]
+        // Titled choices (`oneOf` / `items.anyOf` of {const, title}) or a plain `enum`.
+        let titled = prop["oneOf"]
             .as_array()
-            .or_else(|| prop["items"]["anyOf"].as_array())
-            .map(|c| c.iter().filter_map(|o| o["const"].as_str()).collect())
-            .unwrap_or_default();
-        let titles: Vec<&str> = prop["oneOf"]
-            .as_array()
-            .or_else(|| prop["items"]["anyOf"].as_array())
-            .map(|c| c.iter().filter_map(|o| o["title"].as_str()).collect())
-            .unwrap_or_default();
+            .or_else(|| prop["items"]["anyOf"].as_array());
+        let (choices, titles): (Vec<&str>, Vec<&str>) = match (titled, prop["enum"].as_array()) {
+            (Some(c), _) => c
+                .iter()
+                .filter_map(|o| Some((o["const"].as_str()?, o["title"].as_str()?)))
+                .unzip(),
+            (None, Some(e)) => e.iter().filter_map(|v| v.as_str().map(|v| (v, v))).unzip(),
+            _ => (Vec::new(), Vec::new()),
+        };
         let multi = prop["type"] == "array";
         writeln!(out, "\n{}", prop["description"].as_str().unwrap_or(id))?;
         for (i, t) in titles.iter().enumerate() {
