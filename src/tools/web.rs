@@ -375,12 +375,13 @@ impl WebFetch {
         if let Some(doc) = web.cache.get(&key, web.ttl()) {
             return Ok(web.page(&doc, &paging, true, ""));
         }
-        let resp = web.send(url.clone(), Method::GET, &[], &ctx).await?;
+        let mut resp = web.send(url.clone(), Method::GET, &[], &ctx).await?;
         let kind = body::kind(resp.content_type.as_deref(), &resp.body);
         if kind == Kind::Binary {
             return Err(binary(&resp));
         }
-        let decoded = body::decode(&resp.body, resp.content_type.as_deref(), kind);
+        let bytes = std::mem::take(&mut resp.body);
+        let decoded = body::decode_owned(bytes, resp.content_type.as_deref(), kind);
         if resp.status >= 400 {
             return Err(http_error(&resp, &decoded.text));
         }
@@ -527,12 +528,13 @@ impl Fetch {
         if let Some(doc) = web.cache.get(&key, web.ttl()) {
             return Ok(web.page(&doc, &paging, true, &head(&doc)));
         }
-        let resp = web.send(url.clone(), method, &headers, &ctx).await?;
+        let mut resp = web.send(url.clone(), method, &headers, &ctx).await?;
         let kind = body::kind(resp.content_type.as_deref(), &resp.body);
         if kind == Kind::Binary && !resp.body.is_empty() {
             return Err(binary(&resp));
         }
-        let decoded = body::decode(&resp.body, resp.content_type.as_deref(), kind);
+        let bytes = std::mem::take(&mut resp.body);
+        let decoded = body::decode_owned(bytes, resp.content_type.as_deref(), kind);
         if resp.status >= 400 {
             return Err(http_error(&resp, &decoded.text));
         }

@@ -91,6 +91,37 @@ fn charset_param(content_type: Option<&str>) -> Option<&'static Encoding> {
     })
 }
 
+/// [`decode`], taking the body: UTF-8 without a BOM (most of the web) becomes the text
+/// without a copy, so a large body is held once, not twice.
+pub fn decode_owned(body: Vec<u8>, content_type: Option<&str>, kind: Kind) -> Decoded {
+    let declared_utf8 = charset_param(content_type).is_none_or(|e| e == UTF_8);
+    if declared_utf8
+        && !body.starts_with(b"\xef\xbb\xbf")
+        && !body.starts_with(b"\xfe\xff")
+        && !body.starts_with(b"\xff\xfe")
+    {
+        let html_declares_other = kind == Kind::Html
+            && charset_param(content_type).is_none()
+            && META_CHARSET
+                .captures(&body[..body.len().min(1024)])
+                .and_then(|c| Encoding::for_label(&c[1]))
+                .is_some_and(|e| e != UTF_8);
+        if !html_declares_other {
+            match String::from_utf8(body) {
+                Ok(text) => {
+                    return Decoded {
+                        text,
+                        encoding: UTF_8.name(),
+                        replaced: false,
+                    };
+                }
+                Err(e) => return decode(e.as_bytes(), content_type, kind),
+            }
+        }
+    }
+    decode(&body, content_type, kind)
+}
+
 pub fn decode(body: &[u8], content_type: Option<&str>, kind: Kind) -> Decoded {
     let declared = charset_param(content_type).or_else(|| {
         if kind != Kind::Html {
@@ -148,5 +179,22 @@ mod tests {
         assert_eq!(kind(Some("image/png"), b"\x89PNG"), Kind::Binary);
         assert_eq!(kind(None, b"<!DOCTYPE html><p>x"), Kind::Html);
         assert_eq!(kind(None, b"a\0b"), Kind::Binary);
+        let page = [
+            b"<meta charset=shift_jis><p>".as_slice(),
+            &encoding_rs::SHIFT_JIS.encode("日本").0,
+        ]
+        .concat();
+        assert!(
+            decode_owned(page, Some("text/html"), Kind::Html)
+                .text
+                .contains("日本")
+        );
+        let d = decode_owned(
+            "plain é".as_bytes().to_vec(),
+            Some("text/plain"),
+            Kind::Text,
+        );
+        assert_eq!((d.text.as_str(), d.encoding), ("plain é", "UTF-8"));
+        assert!(decode_owned(b"bad \xff".to_vec(), None, Kind::Text).replaced);
     }
 }

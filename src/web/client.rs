@@ -278,9 +278,10 @@ pub async fn send(
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let mut bytes = Vec::new();
-        let mut cut = false;
         let max = limits.max_bytes as usize;
+        let mut bytes =
+            Vec::with_capacity(resp.content_length().unwrap_or(0).min(max as u64) as usize);
+        let mut cut = false;
         while let Some(chunk) = resp.chunk().await.map_err(|e| network(&url, &e))? {
             let room = max - bytes.len();
             if chunk.len() > room {
