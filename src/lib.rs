@@ -25,4 +25,5 @@ pub mod runner;
 pub mod shell;
 pub mod text;
 pub mod tools;
+pub mod upstream;
 pub mod web;

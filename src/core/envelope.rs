@@ -61,6 +61,10 @@ pub enum Code {
     HttpError,
     /// web: DNS, connection, TLS or protocol failure, or the search backends refused.
     NetworkError,
+    /// mcp: the upstream tool answered with `isError` (its text is in the result).
+    UpstreamError,
+    /// mcp: the upstream server failed to start, was refused by the policy, or crashed.
+    UpstreamUnavailable,
     /// request_user_input: the person declined to answer.
     Declined,
     /// The 2026-07-28 lifecycle: the call waits for a person's answer (an MCP
@@ -96,6 +100,8 @@ impl Code {
         Code::UrlDenied,
         Code::HttpError,
         Code::NetworkError,
+        Code::UpstreamError,
+        Code::UpstreamUnavailable,
         Code::Declined,
         Code::InputRequired,
         Code::Internal,
@@ -126,6 +132,8 @@ impl Code {
             Code::UrlDenied => "url_denied",
             Code::HttpError => "http_error",
             Code::NetworkError => "network_error",
+            Code::UpstreamError => "upstream_error",
+            Code::UpstreamUnavailable => "upstream_unavailable",
             Code::Declined => "declined",
             Code::InputRequired => "input_required",
             Code::Internal => "internal",

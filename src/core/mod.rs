@@ -18,7 +18,7 @@ pub use ask::{Answer, Asker, Asking, Form, Resumed, input_required};
 pub use envelope::{Code, Envelope, cap_text};
 pub use hints::nearest as nearest_names;
 pub use registry::{Registry, RegistryError};
-pub use repair::{Repair, RepairKind};
+pub use repair::{Repair, RepairKind, repair as repair_arguments};
 pub use tool::{
     Annotations, BoxFuture, CallContext, Progress, ProgressUpdate, Tool, ToolError, ToolOutput,
     ToolResult, ToolSpec, run_blocking,

@@ -408,6 +408,15 @@ impl Server {
 fn tool_result(envelope: &Envelope) -> CallToolResult {
     let mut result = CallToolResult::default();
     result.content = vec![ContentBlock::text(envelope.text.clone())];
+    // An upstream tool's images, audio and resources pass through after the text.
+    if let Some(blocks) = envelope.data["upstream_content"].as_array() {
+        result.content.extend(
+            blocks
+                .iter()
+                .filter(|b| b["type"] != "text")
+                .filter_map(|b| serde_json::from_value::<ContentBlock>(b.clone()).ok()),
+        );
+    }
     result.is_error = Some(!envelope.ok);
     result.structured_content = serde_json::to_value(envelope).ok();
     result

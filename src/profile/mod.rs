@@ -74,6 +74,49 @@ struct ProfileFile {
     input: InputSection,
     #[serde(default)]
     web: WebSection,
+    /// Upstream MCP servers whalebox starts (fenced) and fronts: the `mcp` group.
+    #[serde(default)]
+    mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
+}
+
+/// `[mcp_servers.NAME]`: one upstream MCP server (stdio), in the keys Codex uses.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSection {
+    /// The program (a path or a name in PATH), started by whalebox inside its fences.
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra variables for the server.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// whalebox's own variables passed by name; nothing else of its environment is.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+    /// true: reachable through tool_search and call_tool; false: listed directly.
+    #[serde(default = "yes")]
+    pub defer: bool,
+    #[serde(default = "startup_timeout")]
+    pub startup_timeout_ms: u64,
+    #[serde(default = "tool_timeout")]
+    pub tool_timeout_ms: u64,
+    /// If non-empty, only these tools.
+    #[serde(default)]
+    pub enabled_tools: Vec<String>,
+    #[serde(default)]
+    pub disabled_tools: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn startup_timeout() -> u64 {
+    10_000
+}
+
+fn tool_timeout() -> u64 {
+    60_000
 }
 
 /// `[web]`: the fences of web_fetch, fetch and web_search.
@@ -536,6 +579,7 @@ pub struct Profile {
     pub todo: TodoSection,
     pub input: InputSection,
     pub web: WebSection,
+    pub mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
     /// Things that are not errors but deserve a look (a missing read root …).
     pub warnings: Vec<String>,
 }
@@ -856,6 +900,7 @@ impl Profile {
             ));
         }
         check_web(&raw.web).map_err(&invalid)?;
+        check_mcp_servers(&raw.mcp_servers).map_err(&invalid)?;
         Ok(Profile {
             source: file.map(Path::to_path_buf),
             workspace,
@@ -870,6 +915,7 @@ impl Profile {
             todo,
             input: raw.input,
             web: raw.web,
+            mcp_servers: raw.mcp_servers,
             warnings,
         })
     }
@@ -881,6 +927,33 @@ impl Profile {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "<embedded default profile>".into())
     }
+}
+
+/// `[mcp_servers]` entries that cannot work.
+fn check_mcp_servers(
+    servers: &std::collections::BTreeMap<String, McpServerSection>,
+) -> Result<(), String> {
+    for (name, s) in servers {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            || name.contains("__")
+        {
+            return Err(format!(
+                "[mcp_servers.{name}]: a server's name is letters, digits, `_` and `-` (no `__`): it becomes part of tool names (mcp__NAME__TOOL)"
+            ));
+        }
+        if s.command.trim().is_empty() {
+            return Err(format!("[mcp_servers.{name}] command is empty"));
+        }
+        if s.startup_timeout_ms == 0 || s.tool_timeout_ms == 0 {
+            return Err(format!(
+                "[mcp_servers.{name}] startup_timeout_ms and tool_timeout_ms must be at least 1"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `[web]` values that cannot work.

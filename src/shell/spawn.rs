@@ -180,6 +180,54 @@ fn start_here(spec: Spec) -> std::io::Result<Started> {
     }
 }
 
+/// A started process with its three standard streams apart (an upstream MCP server:
+/// stdout carries the protocol, stderr its log).
+pub struct StartedStdio {
+    /// The supervisor's pid, which is also the process group.
+    pub pid: i32,
+    pub stdin: std::process::ChildStdin,
+    pub stdout: std::process::ChildStdout,
+    pub stderr: std::process::ChildStderr,
+}
+
+/// Start `spec` (its `mode` is ignored) under a supervisor with separate pipes, on the
+/// spawner thread.
+pub fn start_stdio(spec: Spec) -> std::io::Result<StartedStdio> {
+    let (tx, rx) = mpsc::channel();
+    let job: Job = Box::new(move || {
+        let started = supervisor_argv(&spec).and_then(|(exe, args)| {
+            let mut child = std::process::Command::new(exe)
+                .args(args)
+                .env_clear()
+                .envs(spec.env.iter().map(|(k, v)| (k, v)))
+                .current_dir(&spec.cwd)
+                .process_group(0)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()?;
+            let taken = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+            match taken {
+                (Some(stdin), Some(stdout), Some(stderr)) => Ok(StartedStdio {
+                    pid: child.id() as i32,
+                    stdin,
+                    stdout,
+                    stderr,
+                }),
+                _ => Err(std::io::Error::other("the child's pipes were not made")),
+            }
+        });
+        let _ = tx.send(started);
+    });
+    spawner()
+        .lock()
+        .map_err(|_| std::io::Error::other("the spawner lock is poisoned"))?
+        .send(job)
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+}
+
 /// Variables passed through from the server's environment when set.
 const INHERITED: &[&str] = &[
     "PATH",

@@ -11,6 +11,7 @@ mod common;
 mod edit;
 mod files;
 mod input;
+mod mcp;
 mod plan;
 mod search;
 mod shell;
@@ -158,7 +159,7 @@ impl Env {
             source: e,
         })?;
         let skills = SkillIndex::discover(&guard);
-        let policy = if profile.tools.iter().any(|g| g == "shell")
+        let policy = if profile.tools.iter().any(|g| g == "shell" || g == "mcp")
             && profile.shell.exec_boundary != ExecBoundary::Off
         {
             Some(Arc::new(match &profile.policy {
@@ -516,6 +517,11 @@ pub const GROUPS: &[Group] = &[
         name: "input",
         summary: "request_user_input",
         register: input::register,
+    },
+    Group {
+        name: "mcp",
+        summary: "tool_search, call_tool (listed when [mcp_servers] has a server)",
+        register: mcp::register,
     },
     Group {
         name: "web",

@@ -1,0 +1,467 @@
+//! Upstream MCP servers that whalebox starts and fronts (the `mcp` group). Each runs like
+//! a shell task: under a supervisor, in the task's Landlock layer and (where it can be
+//! installed) the kernel exec gate, with a rebuilt environment and the server's private
+//! TMPDIR, in its own process group that dies with whalebox. Its command line is put to
+//! the exec policy first; a refused server is not started and says so. whalebox speaks to
+//! it with rmcp's client over the server's stdin and stdout; its stderr is kept (the last
+//! lines) for the reports of a server that failed.
+//!
+//! A server that fails to start, exits or crashes never takes whalebox down: it is
+//! `unavailable` with the reason and its last stderr lines, and the next call restarts it
+//! (at most once per backoff period, which doubles up to a minute).
+
+pub mod catalog;
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::policy::Decision;
+use crate::profile::McpServerSection;
+use crate::shell::spawn::{self, Spec};
+use crate::tools::Env;
+use catalog::Entry;
+
+/// How many stderr lines of a server are kept.
+const STDERR_LINES: usize = 20;
+
+/// Why an upstream cannot be used now.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Unavailable {
+    pub server: String,
+    pub why: String,
+    /// Its last stderr lines.
+    pub stderr: Vec<String>,
+}
+
+enum State {
+    /// Not started yet (or stopped after a failure, waiting for its backoff).
+    Idle,
+    Ready(Connection),
+    Failed {
+        why: String,
+        at: Instant,
+        failures: u32,
+    },
+    /// The exec policy refused its command line: never started.
+    Refused(String),
+}
+
+struct Connection {
+    client: RunningService<RoleClient, ()>,
+    pid: i32,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // The whole process group: the supervisor and everything the server started.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+pub struct Upstream {
+    pub name: String,
+    cfg: McpServerSection,
+    state: AsyncMutex<State>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    tools: Mutex<Vec<Entry>>,
+    /// Tool names dropped because their sanitized names collide (reported).
+    collisions: Mutex<Vec<String>>,
+}
+
+/// `NAME` as clients accept it in a tool name: letters, digits, `_` and `-`.
+pub fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+pub fn qualified(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{}", sanitize(tool))
+}
+
+impl Upstream {
+    fn new(name: String, cfg: McpServerSection) -> Upstream {
+        Upstream {
+            name,
+            cfg,
+            state: AsyncMutex::new(State::Idle),
+            stderr: Arc::default(),
+            tools: Mutex::default(),
+            collisions: Mutex::default(),
+        }
+    }
+
+    pub fn defer(&self) -> bool {
+        self.cfg.defer
+    }
+
+    pub fn tool_timeout(&self) -> Duration {
+        Duration::from_millis(self.cfg.tool_timeout_ms)
+    }
+
+    pub fn tools(&self) -> Vec<Entry> {
+        self.tools.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn stderr_tail(&self) -> Vec<String> {
+        self.stderr
+            .lock()
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn unavailable(&self, why: impl Into<String>) -> Unavailable {
+        Unavailable {
+            server: self.name.clone(),
+            why: why.into(),
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    /// Why it cannot be used now, if so (without starting it).
+    pub async fn problem(&self) -> Option<Unavailable> {
+        match &*self.state.lock().await {
+            State::Failed { why, .. } => Some(self.unavailable(why.clone())),
+            State::Refused(why) => Some(self.unavailable(why.clone())),
+            _ => None,
+        }
+    }
+
+    /// The running connection's client, starting (or restarting) the server if needed.
+    async fn ready(&self, env: &Env) -> Result<rmcp::Peer<RoleClient>, Unavailable> {
+        let mut state = self.state.lock().await;
+        if let State::Ready(c) = &*state {
+            if !c.client.is_closed() {
+                return Ok(c.client.peer().clone());
+            }
+            *state = State::Failed {
+                why: "the server exited".into(),
+                at: Instant::now(),
+                failures: 1,
+            };
+        }
+        let failures = match &*state {
+            State::Refused(why) => return Err(self.unavailable(why.clone())),
+            State::Failed { why, at, failures } => {
+                let backoff =
+                    Duration::from_secs(1 << (*failures).min(6)).min(Duration::from_secs(60));
+                if at.elapsed() < backoff {
+                    return Err(self.unavailable(format!(
+                        "{why}; retried in {} s",
+                        (backoff - at.elapsed()).as_secs() + 1
+                    )));
+                }
+                *failures
+            }
+            _ => 0,
+        };
+        match self.start(env).await {
+            Ok(conn) => {
+                let peer = conn.client.peer().clone();
+                *state = State::Ready(conn);
+                Ok(peer)
+            }
+            Err(Start::Refused(why)) => {
+                *state = State::Refused(why.clone());
+                Err(self.unavailable(why))
+            }
+            Err(Start::Failed(why)) => {
+                *state = State::Failed {
+                    why: why.clone(),
+                    at: Instant::now(),
+                    failures: failures + 1,
+                };
+                Err(self.unavailable(why))
+            }
+        }
+    }
+
+    async fn start(&self, env: &Env) -> Result<Connection, Start> {
+        let program = self.cfg.command.clone();
+        let mut argv = vec![program.clone()];
+        argv.extend(self.cfg.args.iter().cloned());
+        // The exec policy decides the command line before anything starts.
+        if let Some(policy) = &env.policy {
+            let verdict = policy.evaluate_exec(&program, &argv, false);
+            match verdict.decision {
+                Decision::Allow => {}
+                Decision::Ask if env.profile.shell.on_ask == crate::boundary::OnAsk::Allow => {}
+                Decision::Ask => {
+                    return Err(Start::Refused(format!(
+                        "the exec policy asks a person before `{}`, and nobody can answer when a server starts ([shell] on_ask = deny): {}",
+                        argv.join(" "),
+                        verdict.reason
+                    )));
+                }
+                Decision::Deny => {
+                    return Err(Start::Refused(format!(
+                        "the exec policy refuses `{}`: {}",
+                        argv.join(" "),
+                        verdict.reason
+                    )));
+                }
+            }
+        }
+        let exec_gate = match env.shell_boundary() {
+            Ok(crate::tools::ShellBoundary::Gated { kernel, .. }) => kernel,
+            Ok(_) => None,
+            Err(why) => {
+                return Err(Start::Refused(format!(
+                    "the exec boundary is required, but {why}"
+                )));
+            }
+        };
+        let mut vars = spawn::child_env(
+            spawn::Mode::Pipe,
+            std::path::Path::new("/bin/sh"),
+            &self.cfg.pass_env,
+            &self
+                .cfg
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>(),
+            &[],
+        );
+        if !vars.iter().any(|(k, _)| k == "TMPDIR") {
+            vars.push(("TMPDIR".into(), env.private.tmp.display().to_string()));
+        }
+        let sandbox = match &env.sandbox {
+            Some(s) => Some(serde_json::to_string(s).map_err(|e| Start::Failed(e.to_string()))?),
+            None => None,
+        };
+        let spec = Spec {
+            mode: spawn::Mode::Pipe,
+            argv: argv.iter().map(Into::into).collect(),
+            cwd: env.guard.workspace().to_path_buf(),
+            env: vars,
+            rows: 24,
+            cols: 80,
+            sandbox,
+            exec_gate,
+        };
+        let started = spawn::start_stdio(spec)
+            .map_err(|e| Start::Failed(format!("cannot start `{}`: {e}", argv.join(" "))))?;
+        let pid = started.pid;
+        let tail = Arc::clone(&self.stderr);
+        let stderr = started.stderr;
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(mut t) = tail.lock() {
+                    if t.len() == STDERR_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(line.chars().take(500).collect());
+                }
+            }
+        });
+        let kill = || {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        };
+        let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(started.stdout))
+            .map_err(|e| Start::Failed(e.to_string()));
+        let tx = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(started.stdin))
+            .map_err(|e| Start::Failed(e.to_string()));
+        let (rx, tx) = match (rx, tx) {
+            (Ok(rx), Ok(tx)) => (rx, tx),
+            (Err(e), _) | (_, Err(e)) => {
+                kill();
+                return Err(e);
+            }
+        };
+        let timeout = Duration::from_millis(self.cfg.startup_timeout_ms);
+        let client = match tokio::time::timeout(timeout, ().serve((rx, tx))).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                kill();
+                return Err(Start::Failed(format!(
+                    "it did not complete MCP's initialize: {e}"
+                )));
+            }
+            Err(_) => {
+                kill();
+                return Err(Start::Failed(format!(
+                    "it did not answer initialize within {} ms (startup_timeout_ms)",
+                    self.cfg.startup_timeout_ms
+                )));
+            }
+        };
+        let listed = match tokio::time::timeout(timeout, client.peer().list_all_tools()).await {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                kill();
+                return Err(Start::Failed(format!("its tools/list failed: {e}")));
+            }
+            Err(_) => {
+                kill();
+                return Err(Start::Failed(
+                    "its tools/list did not answer in time".into(),
+                ));
+            }
+        };
+        self.set_tools(listed);
+        Ok(Connection { client, pid })
+    }
+
+    fn set_tools(&self, listed: Vec<rmcp::model::Tool>) {
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut collisions = Vec::new();
+        for t in listed {
+            let name = t.name.to_string();
+            if (!self.cfg.enabled_tools.is_empty() && !self.cfg.enabled_tools.contains(&name))
+                || self.cfg.disabled_tools.contains(&name)
+            {
+                continue;
+            }
+            let q = qualified(&self.name, &name);
+            if let Some(other) = entries.iter().find(|e| e.name == q) {
+                collisions.push(format!(
+                    "`{name}` and `{}` are both {q} once sanitized; neither is offered",
+                    other.upstream_name
+                ));
+                continue;
+            }
+            entries.push(Entry {
+                name: q,
+                server: self.name.clone(),
+                upstream_name: name,
+                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                input_schema: Value::Object((*t.input_schema).clone()),
+            });
+        }
+        // A colliding name is dropped entirely: a call could reach either tool.
+        let dropped: Vec<String> = collisions
+            .iter()
+            .filter_map(|c| c.split(" are both ").nth(1))
+            .filter_map(|rest| rest.split(' ').next())
+            .map(str::to_string)
+            .collect();
+        entries.retain(|e| !dropped.contains(&e.name));
+        if let Ok(mut t) = self.tools.lock() {
+            *t = entries;
+        }
+        if let Ok(mut c) = self.collisions.lock() {
+            *c = collisions;
+        }
+    }
+
+    pub fn collisions(&self) -> Vec<String> {
+        self.collisions
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default()
+    }
+
+    /// Call `tool` (the upstream's own name) within `tool_timeout_ms`; the request is
+    /// cancelled upstream when the time is up or the caller cancels.
+    pub async fn call(
+        &self,
+        env: &Env,
+        tool: &str,
+        arguments: Map<String, Value>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<CallToolResult, CallFailure> {
+        let peer = self.ready(env).await.map_err(CallFailure::Unavailable)?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        tokio::select! {
+            r = tokio::time::timeout(self.tool_timeout(), peer.call_tool(params)) => match r {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(e)) => {
+                    // The connection is gone: the next call restarts the server.
+                    let mut state = self.state.lock().await;
+                    if matches!(&*state, State::Ready(c) if c.client.is_closed()) {
+                        *state = State::Failed { why: format!("it stopped during a call: {e}"), at: Instant::now() - Duration::from_secs(120), failures: 0 };
+                    }
+                    Err(CallFailure::Unavailable(self.unavailable(format!("the call failed: {e}"))))
+                }
+                Err(_) => Err(CallFailure::Timeout(self.cfg.tool_timeout_ms)),
+            },
+            _ = cancel.cancelled() => Err(CallFailure::Cancelled),
+        }
+    }
+}
+
+pub enum CallFailure {
+    Unavailable(Unavailable),
+    Timeout(u64),
+    Cancelled,
+}
+
+enum Start {
+    Refused(String),
+    Failed(String),
+}
+
+/// Every configured upstream of a session.
+pub struct Upstreams {
+    pub servers: Vec<Arc<Upstream>>,
+}
+
+impl Upstreams {
+    pub fn new(env: &Env) -> Upstreams {
+        Upstreams {
+            servers: env
+                .profile
+                .mcp_servers
+                .iter()
+                .map(|(name, cfg)| Arc::new(Upstream::new(name.clone(), cfg.clone())))
+                .collect(),
+        }
+    }
+
+    /// Start every server (in parallel), so the catalog is ready for the first search.
+    pub async fn start_all(&self, env: &Arc<Env>) {
+        let mut handles = Vec::new();
+        for s in &self.servers {
+            let (s, env) = (Arc::clone(s), Arc::clone(env));
+            handles.push(tokio::spawn(async move {
+                let _ = s.ready(&env).await;
+            }));
+        }
+        for h in handles {
+            let _ = h.await;
+        }
+    }
+
+    /// Every tool of every available server, and the servers that are not available.
+    pub async fn catalog(&self, env: &Env) -> (Vec<Entry>, Vec<Unavailable>) {
+        let mut tools = Vec::new();
+        let mut problems = Vec::new();
+        for s in &self.servers {
+            match s.ready(env).await {
+                Ok(_) => tools.extend(s.tools()),
+                Err(u) => problems.push(u),
+            }
+            for c in s.collisions() {
+                problems.push(s.unavailable(c));
+            }
+        }
+        (tools, problems)
+    }
+
+    pub fn server(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}
