@@ -152,11 +152,8 @@ impl Upstream {
             if !c.client.is_closed() {
                 return Ok(c.client.peer().clone());
             }
-            *state = State::Failed {
-                why: "the server exited".into(),
-                at: Instant::now(),
-                failures: 1,
-            };
+            // It exited since: start it again now (repeated failures back off).
+            *state = State::Idle;
         }
         let failures = match &*state {
             State::Refused(why) => return Err(self.unavailable(why.clone())),
@@ -389,12 +386,11 @@ impl Upstream {
             r = tokio::time::timeout(self.tool_timeout(), peer.call_tool(params)) => match r {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(e)) => {
-                    // The connection is gone: the next call restarts the server.
-                    let mut state = self.state.lock().await;
-                    if matches!(&*state, State::Ready(c) if c.client.is_closed()) {
-                        *state = State::Failed { why: format!("it stopped during a call: {e}"), at: Instant::now() - Duration::from_secs(120), failures: 0 };
-                    }
-                    Err(CallFailure::Unavailable(self.unavailable(format!("the call failed: {e}"))))
+                    // The connection is broken: drop it (its process group is killed);
+                    // the next call after a second's backoff starts the server again.
+                    let why = format!("it stopped during a call: {e}");
+                    *self.state.lock().await = State::Failed { why: why.clone(), at: Instant::now(), failures: 0 };
+                    Err(CallFailure::Unavailable(self.unavailable(why)))
                 }
                 Err(_) => Err(CallFailure::Timeout(self.cfg.tool_timeout_ms)),
             },

@@ -1,0 +1,124 @@
+"""The mcp group: real upstream MCP servers (tests/mcp/upstream/catalog_server.py, written
+with PyPI's `mcp`) started by whalebox inside its fences, found with tool_search and
+called with call_tool, through the real Python client on both lifecycles."""
+
+import json
+import os
+import pathlib
+import sys
+
+import pytest
+
+from test_mcp import MODES
+from test_session_state import profile_client
+from test_shell import call
+
+pytestmark = pytest.mark.anyio
+
+HERE = pathlib.Path(__file__).resolve().parent
+SERVER = HERE / "upstream" / "catalog_server.py"
+VENV = pathlib.Path(sys.prefix)
+
+
+def upstream_profile(tmp_path, servers, extra=""):
+    """A profile with the mcp group and `servers` ({name: (extra args, extra keys)})."""
+    lines = [
+        'tools = ["mcp"]',
+        f'read_roots = ["{VENV}", "{HERE / "upstream"}"]',
+        extra,
+        # The interpreter's installation (pyenv under the real home): read and execute.
+        f'[landlock]\nrox = ["{pathlib.Path(sys.base_prefix).resolve()}"]',
+    ]
+    for name, (args, keys) in servers.items():
+        argv = json.dumps([str(SERVER), name, *args])
+        lines.append(f"[mcp_servers.{name}]\ncommand = \"{sys.executable}\"\nargs = {argv}\n{keys}")
+    profile = tmp_path / "upstream.toml"
+    profile.write_text("\n".join(lines) + "\n")
+    return profile
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_search_and_call(whalebox_bin, workspace, tmp_path, mode):
+    profile = upstream_profile(tmp_path, {"gh": ([], ""), "chat": ([], "")})
+    async with profile_client(whalebox_bin, workspace, profile, mode) as c:
+        names = {t.name for t in (await c.list_tools()).tools}
+        assert {"tool_search", "call_tool"} <= names
+        env = await call(c, "tool_search", {"query": "create a pull request", "max_results": 3})
+        assert env["ok"], env
+        found = [t["name"] for t in env["data"]["tools"]]
+        assert found[0].endswith("__create_pull_request"), found
+        assert env["data"]["tools"][0]["input_schema"]["required"] == ["repository"]
+        env = await call(c, "tool_search", {"query": "+chat message"})
+        found = [t["name"] for t in env["data"]["tools"]]
+        assert found[0] == "mcp__chat__post_message", found
+        env = await call(c, "tool_search", {"query": "+gh +message"})
+        assert [t["name"] for t in env["data"]["tools"]] == ["mcp__gh__post_message"], env
+        env = await call(c, "tool_search", {"query": "select:mcp__gh__query_database,mcp__chat__crash"})
+        assert [t["name"] for t in env["data"]["tools"]] == ["mcp__gh__query_database", "mcp__chat__crash"]
+        env = await call(c, "tool_search", {"query": "kubernetes pods"})
+        assert env["data"]["tools"] == [] and "- gh: " in env["text"], env
+
+        env = await call(c, "call_tool", {"name": "mcp__gh__get_release",
+                                          "arguments": {"repository": "o/r", "query": "v1"}})
+        assert env["ok"] and env["text"] == "get release in o/r (v1)", env
+        # Stringified arguments are repaired; wrong ones explained with the schema.
+        env = await call(c, "call_tool", {"name": "mcp__chat__post_message",
+                                          "arguments": {"channel": "#x", "text": "hi"}})
+        assert env["ok"], env
+        env = await call(c, "call_tool", {"name": "mcp__chat__post_message", "arguments": {"channel": "#x"}})
+        assert env["code"] == "invalid_input" and "text" in env["text"], env
+        env = await call(c, "call_tool", {"name": "mcp__gh__create_isue", "arguments": {}})
+        assert env["code"] == "unknown_tool" and "mcp__gh__create_issue" in env["text"], env
+        env = await call(c, "call_tool", {"name": "mcp__gh__fail_always", "arguments": {"reason": "x"}})
+        assert env["code"] == "upstream_error", env
+
+
+async def test_bad_upstreams_are_reported_and_the_rest_works(whalebox_bin, workspace, tmp_path):
+    profile = upstream_profile(tmp_path, {
+        "good": ([], 'tool_timeout_ms = 1500'),
+        "gone": (["--exit"], ""),
+        "garbage": (["--garbage"], "startup_timeout_ms = 1500"),
+        "dup": (["--collide"], ""),
+    })
+    profile.write_text(profile.read_text() + '[mcp_servers.missing]\ncommand = "/nonexistent/server"\n')
+    async with profile_client(whalebox_bin, workspace, profile, "legacy") as c:
+        env = await call(c, "tool_search", {"query": "issue"})
+        text = env["text"]
+        why = {u["server"]: u for u in env["data"]["unavailable"]}
+        assert "giving up at once" in "\n".join(why["gone"]["stderr"]), why["gone"]
+        assert "initialize" in why["garbage"]["why"], why["garbage"]
+        assert "missing" in why, text
+        assert "both mcp__dup__get_status" in why["dup"]["why"], why
+        assert any(t["name"].startswith("mcp__good__") for t in env["data"]["tools"])
+
+        env = await call(c, "call_tool", {"name": "mcp__good__hang", "arguments": {"seconds": 30}})
+        assert env["code"] == "timeout" and "1500 ms" in env["text"], env
+        env = await call(c, "call_tool", {"name": "mcp__good__crash", "arguments": {}})
+        assert env["code"] == "upstream_unavailable", env
+        assert "crashing on purpose" in "\n".join(env["data"]["stderr"]), env
+        # Restarted on a later call (after its backoff).
+        import anyio
+        await anyio.sleep(2.5)
+        env = await call(c, "call_tool", {"name": "mcp__good__get_issue", "arguments": {"repository": "o/r"}})
+        assert env["ok"], env
+
+
+async def test_upstreams_are_fenced_and_judged_by_the_policy(whalebox_bin, workspace, tmp_path):
+    (tmp_path / "policy.toml").write_text(
+        'version = 1\ndefault = "allow"\n[[rule]]\npattern = ["evil"]\n'
+        'decision = "deny"\njustification = "no evil servers"\n'
+    )
+    profile = upstream_profile(tmp_path, {"files": ([], "")}, 'policy = "policy.toml"')
+    profile.write_text(profile.read_text() + '[mcp_servers.evil]\ncommand = "/nonexistent/evil"\n')
+    async with profile_client(whalebox_bin, workspace, profile, "2026-07-28") as c:
+        env = await call(c, "call_tool", {"name": "mcp__files__write_file",
+                                          "arguments": {"path": str(workspace / "inside.txt"), "text": "ok"}})
+        assert env["ok"], env
+        assert (workspace / "inside.txt").read_text() == "ok"
+        outside = tmp_path / "written-outside.txt"
+        env = await call(c, "call_tool", {"name": "mcp__files__write_file",
+                                          "arguments": {"path": str(outside), "text": "no"}})
+        assert env["code"] == "upstream_error" and not outside.exists(), env
+        env = await call(c, "tool_search", {"query": "anything"})
+        evil = [u for u in env["data"]["unavailable"] if u["server"] == "evil"]
+        assert evil and "policy refuses" in evil[0]["why"], env
