@@ -56,6 +56,9 @@ pub struct Server {
     resources: resources::Resources,
     /// How long a sealed question stays answerable.
     question_ttl: std::time::Duration,
+    env: Arc<Env>,
+    /// The directly listed upstream tools, made once.
+    direct: tokio::sync::OnceCell<Vec<crate::upstream::catalog::Entry>>,
 }
 
 impl Server {
@@ -71,6 +74,8 @@ impl Server {
             resources: resources::Resources::new(Arc::clone(env)),
             question_ttl: std::time::Duration::from_millis(env.profile.input.timeout_ms)
                 .max(APPROVAL_TIMEOUT),
+            env: Arc::clone(env),
+            direct: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -208,7 +213,29 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+        let mut tools = self.tools.clone();
+        // Upstream tools of `defer = false` servers, under their qualified names. The
+        // list is fixed the first time it is made (it must not change as a side effect
+        // of other calls).
+        let direct = self
+            .direct
+            .get_or_init(|| async {
+                match self.env.upstreams.get() {
+                    Some(u) => u.direct(&self.env).await,
+                    None => Vec::new(),
+                }
+            })
+            .await;
+        tools.extend(direct.iter().map(|e| {
+            let schema = match &e.input_schema {
+                Value::Object(m) => m.clone(),
+                _ => Map::new(),
+            };
+            let mut tool = rmcp::model::Tool::new(e.name.clone(), e.description.clone(), schema);
+            tool.annotations = serde_json::from_value(e.annotations.clone()).ok();
+            tool
+        }));
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -382,7 +409,17 @@ impl Server {
             progress,
             ask,
         };
-        let envelope = self.registry.dispatch(name, args.clone(), ctx).await;
+        // An upstream tool called by its qualified name (listed directly, or found by
+        // tool_search) goes through call_tool.
+        let envelope = if self.registry.spec(name).is_none()
+            && name.starts_with("mcp__")
+            && self.registry.spec("call_tool").is_some()
+        {
+            let routed = serde_json::json!({"name": name, "arguments": args.clone()});
+            self.registry.dispatch("call_tool", routed, ctx).await
+        } else {
+            self.registry.dispatch(name, args.clone(), ctx).await
+        };
         if envelope.code == Code::InputRequired {
             return match self.questions.input_required(
                 name,

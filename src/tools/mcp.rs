@@ -23,6 +23,7 @@ pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), Re
         return Ok(());
     }
     let upstreams = Arc::new(Upstreams::new(env));
+    let _ = env.upstreams.set(Arc::clone(&upstreams));
     if let Ok(handle) = tokio::runtime::Handle::try_current() {
         let (u, e) = (Arc::clone(&upstreams), Arc::clone(env));
         handle.spawn(async move { u.start_all(&e).await });

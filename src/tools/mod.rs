@@ -63,6 +63,8 @@ pub struct Env {
     kernel_gate: std::sync::OnceLock<Result<(), String>>,
     /// Who answers the policy's `ask` (installed by the MCP server when its client can).
     pub approver: ApproverSlot,
+    /// The upstream MCP servers of the `mcp` group (set when the group registers).
+    pub upstreams: std::sync::OnceLock<Arc<crate::upstream::Upstreams>>,
     /// Approvals waiting for a shell call to carry them (2026-07-28 lifecycle).
     pub approvals: crate::boundary::PendingApprovals,
     /// This server's private directories: `tmp` (the TMPDIR of every command) and `run`
@@ -196,6 +198,7 @@ impl Env {
             kernel_gate: std::sync::OnceLock::new(),
             approver: ApproverSlot::default(),
             approvals: crate::boundary::PendingApprovals::default(),
+            upstreams: std::sync::OnceLock::new(),
             private,
             sandbox: None,
             sandbox_status: std::sync::OnceLock::new(),

@@ -21,6 +21,9 @@ pub struct Entry {
     pub upstream_name: String,
     pub description: String,
     pub input_schema: Value,
+    /// The upstream's annotations (for tools listed directly).
+    #[serde(skip)]
+    pub annotations: Value,
 }
 
 /// Words of `text`: lower case, split at anything not alphanumeric and at camelCase
@@ -178,6 +181,7 @@ mod tests {
             upstream_name: name.into(),
             description: description.into(),
             input_schema: json!({"type": "object", "properties": params}),
+            annotations: Value::Null,
         }
     }
 

@@ -56,8 +56,21 @@ enum State {
 }
 
 struct Connection {
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, Listener>,
     pid: i32,
+}
+
+/// Hears an upstream's `notifications/tools/list_changed`: its tools are listed again
+/// before the catalog is next read.
+#[derive(Clone, Default)]
+struct Listener {
+    stale: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl rmcp::ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.stale.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Drop for Connection {
@@ -76,6 +89,8 @@ pub struct Upstream {
     state: AsyncMutex<State>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     tools: Mutex<Vec<Entry>>,
+    /// Set when the server says its tool list changed.
+    stale: Arc<std::sync::atomic::AtomicBool>,
     /// Tool names dropped because their sanitized names collide (reported).
     collisions: Mutex<Vec<String>>,
 }
@@ -105,6 +120,7 @@ impl Upstream {
             state: AsyncMutex::new(State::Idle),
             stderr: Arc::default(),
             tools: Mutex::default(),
+            stale: Arc::default(),
             collisions: Mutex::default(),
         }
     }
@@ -150,7 +166,16 @@ impl Upstream {
         let mut state = self.state.lock().await;
         if let State::Ready(c) = &*state {
             if !c.client.is_closed() {
-                return Ok(c.client.peer().clone());
+                let peer = c.client.peer().clone();
+                if self.stale.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    let timeout = Duration::from_millis(self.cfg.startup_timeout_ms);
+                    if let Ok(Ok(listed)) =
+                        tokio::time::timeout(timeout, peer.list_all_tools()).await
+                    {
+                        self.set_tools(listed);
+                    }
+                }
+                return Ok(peer);
             }
             // It exited since: start it again now (repeated failures back off).
             *state = State::Idle;
@@ -289,7 +314,10 @@ impl Upstream {
             }
         };
         let timeout = Duration::from_millis(self.cfg.startup_timeout_ms);
-        let client = match tokio::time::timeout(timeout, ().serve((rx, tx))).await {
+        let listener = Listener {
+            stale: Arc::clone(&self.stale),
+        };
+        let client = match tokio::time::timeout(timeout, listener.serve((rx, tx))).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
                 kill();
@@ -346,6 +374,7 @@ impl Upstream {
                 upstream_name: name,
                 description: t.description.map(|d| d.to_string()).unwrap_or_default(),
                 input_schema: Value::Object((*t.input_schema).clone()),
+                annotations: serde_json::to_value(&t.annotations).unwrap_or(Value::Null),
             });
         }
         // A colliding name is dropped entirely: a call could reach either tool.
@@ -415,6 +444,15 @@ pub struct Upstreams {
     pub servers: Vec<Arc<Upstream>>,
 }
 
+impl std::fmt::Debug for Upstreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.servers.iter().map(|s| s.name.as_str()).collect();
+        f.debug_struct("Upstreams")
+            .field("servers", &names)
+            .finish()
+    }
+}
+
 impl Upstreams {
     pub fn new(env: &Env) -> Upstreams {
         Upstreams {
@@ -455,6 +493,18 @@ impl Upstreams {
             }
         }
         (tools, problems)
+    }
+
+    /// The tools of the `defer = false` servers, for `tools/list` (each server started
+    /// first, within its startup timeout; one that fails lists nothing).
+    pub async fn direct(&self, env: &Env) -> Vec<Entry> {
+        let mut out = Vec::new();
+        for s in self.servers.iter().filter(|s| !s.defer()) {
+            if s.ready(env).await.is_ok() {
+                out.extend(s.tools());
+            }
+        }
+        out
     }
 
     pub fn server(&self, name: &str) -> Option<&Arc<Upstream>> {

@@ -122,3 +122,44 @@ async def test_upstreams_are_fenced_and_judged_by_the_policy(whalebox_bin, works
         env = await call(c, "tool_search", {"query": "anything"})
         evil = [u for u in env["data"]["unavailable"] if u["server"] == "evil"]
         assert evil and "policy refuses" in evil[0]["why"], env
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_direct_tools_are_listed_and_called_by_name(whalebox_bin, workspace, tmp_path, mode):
+    profile = upstream_profile(tmp_path, {
+        "db": ([], 'defer = false\nenabled_tools = ["query_database", "post_message"]'),
+        "gh": ([], ""),
+    })
+    async with profile_client(whalebox_bin, workspace, profile, mode) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert {"mcp__db__query_database", "mcp__db__post_message"} <= set(tools)
+        assert not any(n.startswith("mcp__gh__") for n in tools), "deferred tools are not listed"
+        assert tools["mcp__db__query_database"].input_schema["required"] == ["sql"]
+        again = {t.name for t in (await c.list_tools()).tools}
+        assert again == set(tools), "tools/list does not change"
+        env = await call(c, "mcp__db__query_database", {"sql": "select 1"})
+        assert env["ok"] and env["text"].startswith("id,name"), env
+        # A deferred tool may be called by its qualified name too.
+        env = await call(c, "mcp__gh__get_branch", {"repository": "o/r", "query": "main"})
+        assert env["ok"] and env["text"] == "get branch in o/r (main)", env
+        # Direct servers are not in tool_search's catalog.
+        env = await call(c, "tool_search", {"query": "database query"})
+        assert not any(t["name"].startswith("mcp__db__") for t in env["data"]["tools"]), env
+
+
+async def test_a_changed_tool_list_rebuilds_the_catalog(whalebox_bin, workspace, tmp_path):
+    profile = upstream_profile(tmp_path, {"gh": ([], "")})
+    async with profile_client(whalebox_bin, workspace, profile, "legacy") as c:
+        env = await call(c, "tool_search", {"query": "select:mcp__gh__zebra_finder"})
+        assert env["data"]["tools"] == []
+        env = await call(c, "call_tool", {"name": "mcp__gh__add_tool", "arguments": {"name": "zebra_finder"}})
+        assert env["ok"], env
+        import anyio
+        for _ in range(50):
+            env = await call(c, "tool_search", {"query": "zebra"})
+            if env["data"]["tools"]:
+                break
+            await anyio.sleep(0.1)
+        assert [t["name"] for t in env["data"]["tools"]] == ["mcp__gh__zebra_finder"], env
+        env = await call(c, "call_tool", {"name": "mcp__gh__zebra_finder", "arguments": {}})
+        assert env["text"] == "zebra_finder answers", env

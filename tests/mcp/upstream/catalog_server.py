@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 name = sys.argv[1] if len(sys.argv) > 1 else "demo"
 if "--garbage" in sys.argv:
@@ -93,6 +93,17 @@ def write_file(path: str, text: str) -> str:
     with open(path, "w") as f:
         f.write(text)
     return f"wrote {path}"
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Add a tool at run time and announce it (notifications/tools/list_changed)."""
+    def added() -> str:
+        return f"{name} answers"
+
+    server.add_tool(added, name=name, description=f"A tool added at run time, {name}.")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
 
 
 if "--collide" in sys.argv:
