@@ -182,13 +182,14 @@ impl CallTool {
             let near = nearest_names(&a.name, entries.iter().map(|e| e.name.as_str()));
             return Err(unknown(&a.name, &near));
         };
-        let (entries, _) = m.upstreams.catalog(&m.env).await;
-        let Some(entry) = entries.iter().find(|e| e.name == a.name).cloned() else {
-            if let Some(p) = server.problem().await {
-                return Err(unavailable(p));
+        let entry = match server.entry(&m.env, &a.name).await {
+            Ok(Some(entry)) => entry,
+            Ok(None) => {
+                let (entries, _) = m.upstreams.catalog(&m.env).await;
+                let near = nearest_names(&a.name, entries.iter().map(|e| e.name.as_str()));
+                return Err(unknown(&a.name, &near));
             }
-            let near = nearest_names(&a.name, entries.iter().map(|e| e.name.as_str()));
-            return Err(unknown(&a.name, &near));
+            Err(u) => return Err(unavailable(u)),
         };
         let raw = match a.arguments {
             Value::Null => Value::Object(Map::new()),

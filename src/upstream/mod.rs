@@ -137,6 +137,17 @@ impl Upstream {
         self.tools.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
+    /// The entry of the qualified `name`, once the server is running; Err when the
+    /// server cannot be used; Ok(None) when it has no such tool.
+    pub async fn entry(&self, env: &Env, name: &str) -> Result<Option<Entry>, Unavailable> {
+        self.ready(env).await?;
+        Ok(self
+            .tools
+            .lock()
+            .ok()
+            .and_then(|t| t.iter().find(|e| e.name == name).cloned()))
+    }
+
     fn stderr_tail(&self) -> Vec<String> {
         self.stderr
             .lock()

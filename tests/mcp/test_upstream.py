@@ -163,3 +163,16 @@ async def test_a_changed_tool_list_rebuilds_the_catalog(whalebox_bin, workspace,
         assert [t["name"] for t in env["data"]["tools"]] == ["mcp__gh__zebra_finder"], env
         env = await call(c, "call_tool", {"name": "mcp__gh__zebra_finder", "arguments": {}})
         assert env["text"] == "zebra_finder answers", env
+
+
+def test_the_cli_calls_upstream_tools(whalebox_bin, workspace, tmp_path):
+    import subprocess
+
+    profile = upstream_profile(tmp_path, {"gh": ([], "")})
+    out = subprocess.run([whalebox_bin, "call", "call_tool", "--profile", str(profile),
+                          "--workspace", str(workspace), "--args",
+                          json.dumps({"name": "mcp__gh__list_label", "arguments": {"repository": "o/r"}})],
+                         capture_output=True, text=True, start_new_session=True, timeout=60,
+                         env={"PATH": os.environ["PATH"], "HOME": str(workspace.parent)})
+    env = json.loads(out.stdout)
+    assert out.returncode == 0 and env["text"] == "list label in o/r ()", out.stdout + out.stderr

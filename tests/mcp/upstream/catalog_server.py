@@ -55,6 +55,22 @@ for verb in VERBS:
         make(verb, topic, what)
 
 
+if "--many" in sys.argv:
+    # A large catalog (for bench/mcp.sh): N more tools over made-up services.
+    count = int(sys.argv[sys.argv.index("--many") + 1])
+    nouns = ["invoice", "customer", "ticket", "alert", "deployment", "bucket", "dashboard",
+             "incident", "order", "payment", "schedule", "document", "metric", "user", "team"]
+    for i in range(count):
+        noun = nouns[i % len(nouns)]
+        verb = list(VERBS)[i // len(nouns) % len(VERBS)]
+
+        def generated(id: str = "") -> str:
+            return id
+
+        server.add_tool(generated, name=f"{verb}_{noun}_{i}",
+                        description=f"{VERBS[verb].format(a='a ' + noun)} Service number {i}.")
+
+
 @server.tool()
 def post_message(channel: str, text: str) -> str:
     """Post a chat message to a channel (by its name, like #general)."""
