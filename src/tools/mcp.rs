@@ -219,7 +219,7 @@ impl CallTool {
             ));
         };
         let result = server
-            .call(&m.env, &entry.upstream_name, arguments, &ctx.cancel)
+            .call(&m.env, &entry.upstream_name, arguments, &ctx)
             .await
             .map_err(|f| match f {
                 CallFailure::Unavailable(u) => unavailable(u),

@@ -65,9 +65,27 @@ struct Connection {
 #[derive(Clone, Default)]
 struct Listener {
     stale: Arc<std::sync::atomic::AtomicBool>,
+    /// Where each running call's progress goes, by its progress token.
+    progress:
+        Arc<Mutex<std::collections::HashMap<rmcp::model::ProgressToken, crate::core::Progress>>>,
 }
 
 impl rmcp::ClientHandler for Listener {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .progress
+            .lock()
+            .ok()
+            .and_then(|p| p.get(&params.progress_token).cloned());
+        if let Some(sink) = sink {
+            sink.report(params.progress, params.total, params.message);
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
         self.stale.store(true, std::sync::atomic::Ordering::SeqCst);
     }
@@ -91,6 +109,8 @@ pub struct Upstream {
     tools: Mutex<Vec<Entry>>,
     /// Set when the server says its tool list changed.
     stale: Arc<std::sync::atomic::AtomicBool>,
+    progress:
+        Arc<Mutex<std::collections::HashMap<rmcp::model::ProgressToken, crate::core::Progress>>>,
     /// Tool names dropped because their sanitized names collide (reported).
     collisions: Mutex<Vec<String>>,
 }
@@ -121,6 +141,7 @@ impl Upstream {
             stderr: Arc::default(),
             tools: Mutex::default(),
             stale: Arc::default(),
+            progress: Arc::default(),
             collisions: Mutex::default(),
         }
     }
@@ -327,6 +348,7 @@ impl Upstream {
         let timeout = Duration::from_millis(self.cfg.startup_timeout_ms);
         let listener = Listener {
             stale: Arc::clone(&self.stale),
+            progress: Arc::clone(&self.progress),
         };
         let client = match tokio::time::timeout(timeout, listener.serve((rx, tx))).await {
             Ok(Ok(c)) => c,
@@ -418,24 +440,67 @@ impl Upstream {
         env: &Env,
         tool: &str,
         arguments: Map<String, Value>,
-        cancel: &tokio_util::sync::CancellationToken,
+        ctx: &crate::core::CallContext,
     ) -> Result<CallToolResult, CallFailure> {
+        use rmcp::model::{
+            CallToolRequest, CancelledNotificationParam, ClientRequest, ServerResult,
+        };
         let peer = self.ready(env).await.map_err(CallFailure::Unavailable)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        tokio::select! {
-            r = tokio::time::timeout(self.tool_timeout(), peer.call_tool(params)) => match r {
-                Ok(Ok(result)) => Ok(result),
-                Ok(Err(e)) => {
-                    // The connection is broken: drop it (its process group is killed);
-                    // the next call after a second's backoff starts the server again.
-                    let why = format!("it stopped during a call: {e}");
-                    *self.state.lock().await = State::Failed { why: why.clone(), at: Instant::now(), failures: 0 };
-                    Err(CallFailure::Unavailable(self.unavailable(why)))
-                }
-                Err(_) => Err(CallFailure::Timeout(self.cfg.tool_timeout_ms)),
-            },
-            _ = cancel.cancelled() => Err(CallFailure::Cancelled),
+        let broken = |e: rmcp::ServiceError| async move {
+            // The connection is broken: drop it (its process group is killed); the next
+            // call after a second's backoff starts the server again.
+            let why = format!("it stopped during a call: {e}");
+            *self.state.lock().await = State::Failed {
+                why: why.clone(),
+                at: Instant::now(),
+                failures: 0,
+            };
+            CallFailure::Unavailable(self.unavailable(why))
+        };
+        let handle = match peer
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                rmcp::service::PeerRequestOptions::no_options(),
+            )
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => return Err(broken(e).await),
+        };
+        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+        // The caller's progress sink hears the upstream's progress for this call.
+        if ctx.progress.is_connected()
+            && let Ok(mut p) = self.progress.lock()
+        {
+            p.insert(token.clone(), ctx.progress.clone());
         }
+        let cancel_upstream = |reason: &str| {
+            let peer = peer.clone();
+            let param = CancelledNotificationParam::new(Some(id.clone()), Some(reason.to_string()));
+            async move {
+                let _ = peer.notify_cancelled(param).await;
+            }
+        };
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(self.tool_timeout(), handle.await_response()) => match r {
+                Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+                Ok(Ok(other)) => Err(CallFailure::Unavailable(self.unavailable(format!("it answered tools/call with something else: {other:?}")))),
+                Ok(Err(e)) => Err(broken(e).await),
+                Err(_) => {
+                    cancel_upstream("tool_timeout_ms").await;
+                    Err(CallFailure::Timeout(self.cfg.tool_timeout_ms))
+                }
+            },
+            _ = ctx.cancel.cancelled() => {
+                cancel_upstream("the client cancelled").await;
+                Err(CallFailure::Cancelled)
+            }
+        };
+        if let Ok(mut p) = self.progress.lock() {
+            p.remove(&token);
+        }
+        outcome
     }
 }
 

@@ -176,3 +176,21 @@ def test_the_cli_calls_upstream_tools(whalebox_bin, workspace, tmp_path):
                          env={"PATH": os.environ["PATH"], "HOME": str(workspace.parent)})
     env = json.loads(out.stdout)
     assert out.returncode == 0 and env["text"] == "list label in o/r ()", out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_passes_through(whalebox_bin, workspace, tmp_path, mode):
+    from test_mcp import envelope
+
+    profile = upstream_profile(tmp_path, {"gh": ([], "")})
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    async with profile_client(whalebox_bin, workspace, profile, mode) as c:
+        result = await c.call_tool("call_tool", {"name": "mcp__gh__count_slowly", "arguments": {"n": 3}},
+                                   progress_callback=on_progress)
+        assert envelope(result)["text"] == "counted to 3"
+        assert [(p, t) for p, t, _ in seen] == [(1, 3), (2, 3), (3, 3)], seen
+        assert seen[-1][2] == "step 3"

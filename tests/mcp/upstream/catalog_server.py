@@ -112,6 +112,16 @@ def write_file(path: str, text: str) -> str:
 
 
 @server.tool()
+async def count_slowly(n: int, ctx: Context) -> str:
+    """Count to n, reporting progress at each step."""
+    import anyio
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"step {i}")
+        await anyio.sleep(0.05)
+    return f"counted to {n}"
+
+
+@server.tool()
 async def add_tool(name: str, ctx: Context) -> str:
     """Add a tool at run time and announce it (notifications/tools/list_changed)."""
     def added() -> str:
