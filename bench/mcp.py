@@ -5,7 +5,6 @@
    of BENCH_RUNS (default 200) and the latency whalebox adds;
 2. tool_search over a catalog of 1,000 upstream tools: the median time of one search."""
 
-import json
 import os
 import pathlib
 import shutil
@@ -14,44 +13,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from mcp_session import median_ms  # noqa: E402
+from mcp_session import Rpc, median_ms  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "200"))
 binary = sys.argv[1]
 repo = pathlib.Path(__file__).resolve().parents[1]
 server = repo / "tests" / "mcp" / "upstream" / "catalog_server.py"
-
-
-class Rpc:
-    """A stdio MCP peer spoken to as raw JSON-RPC lines."""
-
-    def __init__(self, argv, env):
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self.next = 0
-        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "clientInfo": {"name": "bench", "version": "1"}})
-        self.rpc("notifications/initialized", notify=True)
-
-    def rpc(self, method, params=None, notify=False):
-        msg = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            msg["params"] = params
-        if not notify:
-            self.next += 1
-            msg["id"] = self.next
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
-        if notify:
-            return None
-        while True:
-            reply = json.loads(self.p.stdout.readline())
-            if reply.get("id") == msg["id"]:
-                assert "result" in reply, reply
-                return reply["result"]
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=10)
 
 
 root = tempfile.mkdtemp(prefix="whalebox-mcp-bench-")

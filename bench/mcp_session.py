@@ -7,10 +7,11 @@ import subprocess
 import time
 
 
-class Session:
-    def __init__(self, binary, args, env):
-        self.p = subprocess.Popen([binary, "serve", *args], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, env=env)
+class Rpc:
+    """Any stdio MCP server, initialized, spoken to as raw JSON-RPC lines."""
+
+    def __init__(self, argv, env):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.next = 0
         self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                 "clientInfo": {"name": "bench", "version": "1"}})
@@ -25,10 +26,20 @@ class Session:
             msg["id"] = self.next
         self.p.stdin.write((json.dumps(msg) + "\n").encode())
         self.p.stdin.flush()
-        if not notify:
+        if notify:
+            return None
+        while True:  # skip the server's notifications
             reply = json.loads(self.p.stdout.readline())
-            assert "result" in reply, reply
-            return reply["result"]
+            if reply.get("id") == msg["id"]:
+                assert "result" in reply, reply
+                return reply["result"]
+
+
+class Session(Rpc):
+    """`whalebox serve ARGS`."""
+
+    def __init__(self, binary, args, env):
+        super().__init__([binary, "serve", *args], env)
 
     def call(self, tool, args):
         """The envelope of a successful call."""

@@ -78,9 +78,16 @@ fn spawner() -> &'static Mutex<mpsc::Sender<Job>> {
 
 /// Start `spec` under a supervisor, on the spawner thread.
 pub fn start(spec: Spec) -> std::io::Result<Started> {
+    on_spawner(move || start_here(spec))
+}
+
+/// Run `spawn` on the spawner thread and wait for what it returns.
+fn on_spawner<T: Send + 'static>(
+    spawn: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
     let (tx, rx) = mpsc::channel();
     let job: Job = Box::new(move || {
-        let _ = tx.send(start_here(spec));
+        let _ = tx.send(spawn());
     });
     spawner()
         .lock()
@@ -193,39 +200,28 @@ pub struct StartedStdio {
 /// Start `spec` (its `mode` is ignored) under a supervisor with separate pipes, on the
 /// spawner thread.
 pub fn start_stdio(spec: Spec) -> std::io::Result<StartedStdio> {
-    let (tx, rx) = mpsc::channel();
-    let job: Job = Box::new(move || {
-        let started = supervisor_argv(&spec).and_then(|(exe, args)| {
-            let mut child = std::process::Command::new(exe)
-                .args(args)
-                .env_clear()
-                .envs(spec.env.iter().map(|(k, v)| (k, v)))
-                .current_dir(&spec.cwd)
-                .process_group(0)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()?;
-            let taken = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-            match taken {
-                (Some(stdin), Some(stdout), Some(stderr)) => Ok(StartedStdio {
-                    pid: child.id() as i32,
-                    stdin,
-                    stdout,
-                    stderr,
-                }),
-                _ => Err(std::io::Error::other("the child's pipes were not made")),
-            }
-        });
-        let _ = tx.send(started);
-    });
-    spawner()
-        .lock()
-        .map_err(|_| std::io::Error::other("the spawner lock is poisoned"))?
-        .send(job)
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
-    rx.recv()
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+    on_spawner(move || {
+        let (exe, args) = supervisor_argv(&spec)?;
+        let mut child = std::process::Command::new(exe)
+            .args(args)
+            .env_clear()
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&spec.cwd)
+            .process_group(0)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(stdin), Some(stdout), Some(stderr)) => Ok(StartedStdio {
+                pid: child.id() as i32,
+                stdin,
+                stdout,
+                stderr,
+            }),
+            _ => Err(std::io::Error::other("the child's pipes were not made")),
+        }
+    })
 }
 
 /// Variables passed through from the server's environment when set.
