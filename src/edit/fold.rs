@@ -3,7 +3,7 @@
 //! The folded file keeps its lines (no fold touches `\n`), and a sparse offset map leads
 //! from a folded match back to the file's own bytes.
 
-use super::{Applied, Failure, Level, Tag, lines_of, relaxed};
+use super::{Failure, Found, Level, Tag, lines_of, relaxed};
 
 fn fold_char(c: char) -> Option<&'static str> {
     Some(match c {
@@ -70,29 +70,23 @@ impl Folded {
 
 /// Level 4: relaxed whole-line matching on the folded view, then a unique folded
 /// substring. `None` when folding changes nothing or finds nothing.
-pub(super) fn apply(
-    text: &str,
-    search: &str,
-    replace: &str,
-    spare: &mut String,
-) -> Result<Option<Applied>, Failure> {
+pub(super) fn find(text: &str, search: &str, replace: &str) -> Result<Option<Found>, Failure> {
     let folded_search = fold(search);
     let folded_text = fold(text);
     if !folded_search.changed && !folded_text.changed {
         return Ok(None);
     }
-    let found = relaxed::apply(
+    let found = relaxed::find(
         text,
         &folded_text.text,
         &folded_search.text,
         search,
         replace,
         Level::UnicodeNormalized,
-        spare,
     )?;
-    if let Some(mut applied) = found {
-        applied.tags.insert(0, Tag::UnicodeNormalized);
-        return Ok(Some(applied));
+    if let Some(mut found) = found {
+        found.tags.insert(0, Tag::UnicodeNormalized);
+        return Ok(Some(found));
     }
     let needle = folded_search.text.as_str();
     if needle.is_empty() {
@@ -112,19 +106,19 @@ pub(super) fn apply(
             if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
                 return Ok(None);
             }
-            Ok(Some(Applied {
-                text: super::splice(text, start..end, replace, spare),
-                replacements: 1,
-                level: Level::UnicodeNormalized,
-                tags: vec![Tag::UnicodeNormalized],
-                line: super::line_of(text, start),
-            }))
+            Ok(Some(Found::one(
+                start..end,
+                replace.to_string(),
+                Level::UnicodeNormalized,
+                vec![Tag::UnicodeNormalized],
+                super::line_of(text, start),
+            )))
         }
         many => {
-            let originals = many.iter().map(|&f| folded_text.original(f));
+            let mut originals = many.iter().map(|&f| folded_text.original(f));
             Err(Failure::NotUnique {
                 level: Level::UnicodeNormalized,
-                lines: lines_of(text, originals),
+                lines: lines_of(text, &mut originals),
             })
         }
     }

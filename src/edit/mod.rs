@@ -16,9 +16,15 @@
 
 mod diagnose;
 mod fold;
+mod pieces;
 mod relaxed;
+pub mod steps;
+
+use std::ops::Range;
 
 use serde::Serialize;
+
+use crate::text::diff::Change;
 
 /// How the search text was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -51,6 +57,7 @@ pub enum Tag {
     UnicodeNormalized,
 }
 
+/// The outcome of one edit on a text: the new text and how it was found.
 #[derive(Debug, Clone)]
 pub struct Applied {
     pub text: String,
@@ -61,21 +68,70 @@ pub struct Applied {
     pub line: usize,
 }
 
-/// `text` with `range` replaced by `with`, built in `spare`'s buffer (a multi-step edit
-/// hands back the previous step's text, so large files are not reallocated each step).
-pub(crate) fn splice(
-    text: &str,
-    range: std::ops::Range<usize>,
-    with: &str,
-    spare: &mut String,
-) -> String {
-    let mut out = std::mem::take(spare);
-    out.clear();
-    out.reserve(text.len() - range.len() + with.len());
-    out.push_str(&text[..range.start]);
-    out.push_str(with);
-    out.push_str(&text[range.end..]);
-    out
+/// Where an edit applies, before any text is built: `ranges` of the searched text (in
+/// ascending order, never overlapping) each become `with`. A single edit builds its text
+/// from it; a multi-step edit applies it to its piece table.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub ranges: Vec<Range<usize>>,
+    pub with: String,
+    pub level: Level,
+    pub tags: Vec<Tag>,
+    /// 1-based line where the first range starts.
+    pub line: usize,
+}
+
+impl Found {
+    fn one(range: Range<usize>, with: String, level: Level, tags: Vec<Tag>, line: usize) -> Self {
+        Found {
+            ranges: vec![range],
+            with,
+            level,
+            tags,
+            line,
+        }
+    }
+
+    /// `text` with every range replaced.
+    fn build(&self, text: &str) -> String {
+        let mut out = String::new();
+        let removed: usize = self.ranges.iter().map(|r| r.len()).sum();
+        out.reserve(text.len() - removed + self.ranges.len() * self.with.len());
+        let mut last = 0;
+        for range in &self.ranges {
+            out.push_str(&text[last..range.start]);
+            out.push_str(&self.with);
+            last = range.end;
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+
+    /// The changed regions, in the old text and in the text [`Self::build`] makes.
+    fn changes(&self) -> Vec<Change> {
+        let mut shift = 0isize;
+        self.ranges
+            .iter()
+            .map(|r| {
+                let start = r.start.saturating_add_signed(shift);
+                shift += self.with.len() as isize - r.len() as isize;
+                Change {
+                    old: r.clone(),
+                    new: start..start + self.with.len(),
+                }
+            })
+            .collect()
+    }
+
+    fn into_applied(self, text: &str) -> Applied {
+        Applied {
+            text: self.build(text),
+            replacements: self.ranges.len(),
+            level: self.level,
+            tags: self.tags,
+            line: self.line,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -105,17 +161,20 @@ pub fn apply(
     replace: &str,
     replace_all: bool,
 ) -> Result<Applied, Failure> {
-    apply_reusing(text, search, replace, replace_all, &mut String::new())
+    Ok(find(text, search, replace, replace_all)?.into_applied(text))
 }
 
-/// [`apply`], building the result in `spare`'s allocation when it matches.
-pub fn apply_reusing(
-    text: &str,
-    search: &str,
-    replace: &str,
-    replace_all: bool,
-    spare: &mut String,
-) -> Result<Applied, Failure> {
+/// Where `search` is in `text` and what replaces it, by the first level that finds it.
+pub fn find(text: &str, search: &str, replace: &str, replace_all: bool) -> Result<Found, Failure> {
+    check_request(search, replace)?;
+    if let Some(found) = exact(text, search, replace, replace_all, Level::Exact)? {
+        return Ok(found);
+    }
+    find_inexact(text, search, replace)
+}
+
+/// The request errors every level shares.
+pub(crate) fn check_request(search: &str, replace: &str) -> Result<(), Failure> {
     if search.is_empty() {
         return Err(Failure::Invalid {
             message: "`search` is empty".into(),
@@ -128,47 +187,40 @@ pub fn apply_reusing(
             next_step: "put the new text in `replace`".into(),
         });
     }
-    if let Some(applied) = exact(text, search, replace, replace_all, Level::Exact, spare)? {
-        return Ok(applied);
-    }
-    if let Some(applied) = relaxed::apply(
+    Ok(())
+}
+
+/// Levels 2 to 5, for a search with no exact occurrence in `text`.
+pub(crate) fn find_inexact(text: &str, search: &str, replace: &str) -> Result<Found, Failure> {
+    if let Some(found) = relaxed::find(
         text,
         text,
         search,
         search,
         replace,
         Level::WhitespaceRelaxed,
-        spare,
     )? {
-        return Ok(applied);
+        return Ok(found);
     }
     if let Some((search_u, replace_u)) = unescape_pair(search, replace) {
-        let found = match exact(
-            text,
-            &search_u,
-            &replace_u,
-            replace_all,
-            Level::EscapeUnwrapped,
-            spare,
-        )? {
-            Some(a) => Some(a),
-            None => relaxed::apply(
+        let found = match exact(text, &search_u, &replace_u, false, Level::EscapeUnwrapped)? {
+            Some(f) => Some(f),
+            None => relaxed::find(
                 text,
                 text,
                 &search_u,
                 &search_u,
                 &replace_u,
                 Level::EscapeUnwrapped,
-                spare,
             )?,
         };
-        if let Some(mut applied) = found {
-            applied.tags.insert(0, Tag::JsonEscapeUnwrapped);
-            return Ok(applied);
+        if let Some(mut found) = found {
+            found.tags.insert(0, Tag::JsonEscapeUnwrapped);
+            return Ok(found);
         }
     }
-    if let Some(applied) = fold::apply(text, search, replace, spare)? {
-        return Ok(applied);
+    if let Some(found) = fold::find(text, search, replace)? {
+        return Ok(found);
     }
     let d = diagnose::diagnose(text, search);
     Err(Failure::NotFound {
@@ -179,57 +231,63 @@ pub fn apply_reusing(
     })
 }
 
-/// Level 1 (and 3's first try): plain substring occurrences.
+/// Level 1 (and 3's first try): plain substring occurrences, chosen left to right.
 fn exact(
     text: &str,
     search: &str,
     replace: &str,
     replace_all: bool,
     level: Level,
-    spare: &mut String,
-) -> Result<Option<Applied>, Failure> {
+) -> Result<Option<Found>, Failure> {
     let finder = memchr::memmem::Finder::new(search.as_bytes());
-    let find_all = || non_overlapping(&finder, text.as_bytes(), search.len());
-    let mut positions = find_all();
-    let Some(first) = positions.next() else {
+    let all = non_overlapping(&finder, text.as_bytes(), search.len());
+    choose(
+        all,
+        search.len(),
+        replace,
+        replace_all,
+        level,
+        |at| line_of(text, at),
+        |offsets| lines_of(text, offsets),
+    )
+}
+
+/// The exact level's decision over the non-overlapping occurrences `at` (ascending):
+/// none, one, all of them with `replace_all`, or an ambiguity naming their lines.
+pub(crate) fn choose(
+    mut at: impl Iterator<Item = usize> + Clone,
+    len: usize,
+    replace: &str,
+    replace_all: bool,
+    level: Level,
+    line_of: impl Fn(usize) -> usize,
+    lines_of: impl FnOnce(&mut dyn Iterator<Item = usize>) -> Vec<usize>,
+) -> Result<Option<Found>, Failure> {
+    let all = at.clone();
+    let Some(first) = at.next() else {
         return Ok(None);
     };
-    let second = positions.next();
-    let line = line_of(text, first);
-    match second {
-        None => Ok(Some(Applied {
-            text: splice(text, first..first + search.len(), replace, spare),
-            replacements: 1,
+    let line = line_of(first);
+    if at.next().is_none() {
+        return Ok(Some(Found::one(
+            first..first + len,
+            replace.to_string(),
             level,
-            tags: Vec::new(),
+            Vec::new(),
             line,
-        })),
-        Some(_) if replace_all => {
-            let mut out = std::mem::take(spare);
-            out.clear();
-            out.reserve(text.len());
-            let mut last = 0;
-            let mut count = 0;
-            for at in find_all() {
-                out.push_str(&text[last..at]);
-                out.push_str(replace);
-                last = at + search.len();
-                count += 1;
-            }
-            out.push_str(&text[last..]);
-            Ok(Some(Applied {
-                text: out,
-                replacements: count,
-                level,
-                tags: Vec::new(),
-                line,
-            }))
-        }
-        Some(_) => {
-            let lines = lines_of(text, find_all());
-            Err(Failure::NotUnique { level, lines })
-        }
+        )));
     }
+    if !replace_all {
+        let lines = lines_of(&mut all.clone());
+        return Err(Failure::NotUnique { level, lines });
+    }
+    Ok(Some(Found {
+        ranges: all.map(|s| s..s + len).collect(),
+        with: replace.to_string(),
+        level,
+        tags: Vec::new(),
+        line,
+    }))
 }
 
 /// Start offsets of the non-overlapping occurrences of the finder's needle.
@@ -237,7 +295,7 @@ fn non_overlapping<'a>(
     finder: &'a memchr::memmem::Finder<'a>,
     hay: &'a [u8],
     len: usize,
-) -> impl Iterator<Item = usize> + 'a {
+) -> impl Iterator<Item = usize> + Clone + 'a {
     let mut from = 0;
     std::iter::from_fn(move || {
         let at = from + finder.find(hay.get(from..)?)?;
@@ -252,7 +310,7 @@ pub(crate) fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// 1-based line numbers of ascending byte offsets (at most [`MAX_REPORTED`]).
-pub(crate) fn lines_of(text: &str, offsets: impl Iterator<Item = usize>) -> Vec<usize> {
+pub(crate) fn lines_of(text: &str, offsets: &mut dyn Iterator<Item = usize>) -> Vec<usize> {
     let bytes = text.as_bytes();
     let mut line = 1;
     let mut pos = 0;

@@ -7,7 +7,7 @@
 
 use similar::{Algorithm, DiffOp, capture_diff_slices};
 
-use super::{Applied, Failure, Level, MAX_REPORTED, Tag};
+use super::{Failure, Found, Level, MAX_REPORTED, Tag};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Trim {
@@ -140,15 +140,14 @@ impl Realign<'_> {
 /// Try both passes. `orig` is the file and `view` what is compared with `search` (the
 /// same lines, possibly folded); `model_search` is the search as the model wrote it,
 /// which decides the replacement lines it left unchanged. `level` names the result.
-pub(super) fn apply(
+pub(super) fn find(
     orig: &str,
     view: &str,
     search: &str,
     model_search: &str,
     replace: &str,
     level: Level,
-    spare: &mut String,
-) -> Result<Option<Applied>, Failure> {
+) -> Result<Option<Found>, Failure> {
     let search_nl = search.ends_with('\n');
     let search_core = if search_nl {
         &search[..search.len() - 1]
@@ -256,7 +255,6 @@ pub(super) fn apply(
         if replace_nl && search_nl && has_nl {
             replacement.push('\n');
         }
-        let text = super::splice(orig, start..end, &replacement, spare);
         let mut tags = Vec::new();
         let whitespace_differs = view_window.iter().zip(&search_lines).any(|(f, s)| f != s);
         if whitespace_differs {
@@ -265,13 +263,13 @@ pub(super) fn apply(
         if realigned_any {
             tags.push(Tag::IndentationRealigned);
         }
-        return Ok(Some(Applied {
-            text,
-            replacements: 1,
+        return Ok(Some(Found::one(
+            start..end,
+            replacement,
             level,
             tags,
-            line: i + 1,
-        }));
+            i + 1,
+        )));
     }
     Ok(None)
 }

@@ -4,6 +4,7 @@
 //! the window is diffed with patience (unique-line anchors), which stays near
 //! O(n log n) on scattered edits; a deadline bounds pathological inputs.
 
+use std::ops::Range;
 use std::time::Duration;
 
 use similar::{Algorithm, DiffOp, DiffTag, capture_diff_deadline, group_diff_ops};
@@ -91,25 +92,62 @@ fn common_suffix(a: &[u8], b: &[u8], limit: usize) -> usize {
     i
 }
 
+/// A changed region: bytes `old` of the old text became bytes `new` of the new text.
+/// Outside a list of these (ascending, disjoint) the two texts are the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub old: Range<usize>,
+    pub new: Range<usize>,
+}
+
+/// The one region where `old` and `new` differ, between their common prefix and suffix
+/// (none when they are equal). An editor that knows its changes passes them instead.
+pub fn changes_between(old: &str, new: &str) -> Vec<Change> {
+    let (ob, nb) = (old.as_bytes(), new.as_bytes());
+    let prefix = common_prefix(ob, nb);
+    if prefix == ob.len() && prefix == nb.len() {
+        return Vec::new();
+    }
+    let suffix = common_suffix(ob, nb, ob.len().min(nb.len()) - prefix);
+    vec![Change {
+        old: prefix..ob.len() - suffix,
+        new: prefix..nb.len() - suffix,
+    }]
+}
+
+/// The lines of one changed window of each text.
+struct Window<'a> {
+    /// Index of the window's first line in each text.
+    old_base: usize,
+    new_base: usize,
+    old: Vec<&'a str>,
+    new: Vec<&'a str>,
+}
+
 /// Two texts aligned line by line: the script covers every line of both, but only the
-/// lines of the changed window (plus `context` lines around it) are held.
+/// lines of the changed windows (each change with `context` lines around it) are held.
 pub struct Aligned<'a> {
     pub ops: Vec<DiffOp>,
-    old_window: Vec<&'a str>,
-    new_window: Vec<&'a str>,
-    /// Index of the window's first line (the same in both texts: the prefix is common).
-    base: usize,
+    windows: Vec<Window<'a>>,
 }
 
 impl<'a> Aligned<'a> {
-    /// Old line `i`; only lines in the window (where every changed line and its
-    /// context lie) can be asked for.
+    /// Old line `i`; only lines in a window (where every changed line and its context
+    /// lie) can be asked for.
     pub fn old_line(&self, i: usize) -> &'a str {
-        self.old_window[i - self.base]
+        let k = self
+            .windows
+            .partition_point(|w| w.old_base + w.old.len() <= i);
+        let w = &self.windows[k];
+        w.old[i - w.old_base]
     }
 
     pub fn new_line(&self, i: usize) -> &'a str {
-        self.new_window[i - self.base]
+        let k = self
+            .windows
+            .partition_point(|w| w.new_base + w.new.len() <= i);
+        let w = &self.windows[k];
+        w.new[i - w.new_base]
     }
 }
 
@@ -138,69 +176,101 @@ fn forward_lines(text: &[u8], at: usize, n: usize) -> usize {
     end
 }
 
+/// True when byte offset `at` is where a line ends (after a `\n`, or the text's end).
+fn at_line_end(text: &[u8], at: usize) -> bool {
+    at == text.len() || (at > 0 && text[at - 1] == b'\n')
+}
+
 /// Align `old` and `new` (whole texts), keeping `context` lines around the changes.
 pub fn align_texts<'a>(old: &'a str, new: &'a str, context: usize) -> Aligned<'a> {
+    align_changed(old, new, &changes_between(old, new), context)
+}
+
+/// Align `old` and `new`, which differ only in `changes`: each change is widened to whole
+/// lines with `context` lines around it, windows that touch are joined, and only the
+/// windows are diffed, so scattered edits in a huge file cost a few linear scans.
+pub fn align_changed<'a>(
+    old: &'a str,
+    new: &'a str,
+    changes: &[Change],
+    context: usize,
+) -> Aligned<'a> {
     let (ob, nb) = (old.as_bytes(), new.as_bytes());
-    let prefix = common_prefix(ob, nb);
-    if prefix == ob.len() && prefix == nb.len() {
-        let lines = count_lines(old);
-        return Aligned {
-            ops: if lines > 0 {
-                vec![DiffOp::Equal {
-                    old_index: 0,
-                    new_index: 0,
-                    len: lines,
-                }]
-            } else {
-                Vec::new()
-            },
-            old_window: Vec::new(),
-            new_window: Vec::new(),
-            base: 0,
-        };
+    // Byte windows, in both texts. Past a change, a new offset is its old offset plus
+    // `shift`, the growth of the changes so far.
+    let mut spans: Vec<(Range<usize>, Range<usize>)> = Vec::new();
+    let mut shift: isize = 0;
+    for (k, change) in changes.iter().enumerate() {
+        let start_old = back_lines(ob, change.old.start, context);
+        let start_new = start_old.checked_add_signed(shift).unwrap_or(0);
+        shift += change.new.len() as isize - change.old.len() as isize;
+        let end_old = forward_lines(ob, change.old.end.saturating_sub(1).max(start_old), context)
+            .max(change.old.end);
+        match spans.last_mut() {
+            // Within reach of the window before: one window.
+            Some((o, _)) if start_old <= o.end => o.end = o.end.max(end_old),
+            _ => spans.push((start_old..end_old, start_new..start_new)),
+        }
+        // A window must end at a line end in both texts (a change can end mid-line in
+        // the new text while ending a line in the old). A window that reaches the next
+        // change is joined with it and settled then.
+        let next_start = changes.get(k + 1).map(|c| c.old.start);
+        let (o, n) = spans.last_mut().expect("a window was just pushed");
+        let mut end_new = o.end.saturating_add_signed(shift);
+        while o.end < ob.len()
+            && next_start.is_none_or(|s| s > o.end)
+            && !(at_line_end(ob, o.end) && at_line_end(nb, end_new))
+        {
+            o.end = forward_lines(ob, o.end, 0);
+            end_new = o.end.saturating_add_signed(shift);
+        }
+        n.end = end_new;
     }
-    let suffix = common_suffix(ob, nb, ob.len().min(nb.len()) - prefix);
-    let start = back_lines(ob, prefix, context);
-    // The window ends after a `\n` inside the common suffix (or at the end), so what
-    // follows it is the same lines in both texts.
-    let (old_end, new_end) = {
-        let changed_old_end = ob.len() - suffix;
-        let end = forward_lines(ob, changed_old_end.saturating_sub(1).max(start), context);
-        let end = end.max(changed_old_end);
-        let tail = ob.len() - end;
-        (end, nb.len() - tail)
-    };
-    let base = count_lines(&old[..start]);
-    let old_window = lines_inclusive(&old[start..old_end]);
-    let new_window = lines_inclusive(&new[start..new_end]);
     let mut ops = Vec::new();
-    if base > 0 {
-        ops.push(DiffOp::Equal {
-            old_index: 0,
-            new_index: 0,
-            len: base,
-        });
+    let mut windows = Vec::with_capacity(spans.len());
+    let (mut old_at, mut new_at) = (0usize, 0usize); // bytes aligned so far
+    let (mut old_line, mut new_line) = (0usize, 0usize); // lines aligned so far
+    for (o, n) in spans {
+        let same = count_lines(&old[old_at..o.start]);
+        if same > 0 {
+            push_merged(
+                &mut ops,
+                DiffOp::Equal {
+                    old_index: old_line,
+                    new_index: new_line,
+                    len: same,
+                },
+            );
+        }
+        old_line += same;
+        new_line += same;
+        let window = Window {
+            old_base: old_line,
+            new_base: new_line,
+            old: lines_inclusive(&old[o.clone()]),
+            new: lines_inclusive(&new[n.clone()]),
+        };
+        for op in align(&window.old, &window.new) {
+            push_merged(&mut ops, shift_op(op, old_line, new_line));
+        }
+        old_line += window.old.len();
+        new_line += window.new.len();
+        windows.push(window);
+        (old_at, new_at) = (o.end, n.end);
     }
-    for op in align(&old_window, &new_window) {
-        push_merged(&mut ops, shift(op, base));
-    }
-    let tail_lines = count_lines(&old[old_end..]);
-    if tail_lines > 0 {
+    debug_assert_eq!(old.len() - old_at, new.len() - new_at);
+    let tail = count_lines(&old[old_at..]);
+    if tail > 0 {
         push_merged(
             &mut ops,
             DiffOp::Equal {
-                old_index: base + old_window.len(),
-                new_index: base + new_window.len(),
-                len: tail_lines,
+                old_index: old_line,
+                new_index: new_line,
+                len: tail,
             },
         );
     }
-    Aligned {
-        ops,
-        old_window,
-        new_window,
-        base,
-    }
+    Aligned { ops, windows }
 }
 
 /// Append `op`, joining it to a preceding equal run (grouping looks at one run only).
@@ -214,15 +284,15 @@ fn push_merged(ops: &mut Vec<DiffOp>, op: DiffOp) {
     ops.push(op);
 }
 
-fn shift(op: DiffOp, by: usize) -> DiffOp {
+fn shift_op(op: DiffOp, old_by: usize, new_by: usize) -> DiffOp {
     match op {
         DiffOp::Equal {
             old_index,
             new_index,
             len,
         } => DiffOp::Equal {
-            old_index: old_index + by,
-            new_index: new_index + by,
+            old_index: old_index + old_by,
+            new_index: new_index + new_by,
             len,
         },
         DiffOp::Delete {
@@ -230,17 +300,17 @@ fn shift(op: DiffOp, by: usize) -> DiffOp {
             old_len,
             new_index,
         } => DiffOp::Delete {
-            old_index: old_index + by,
+            old_index: old_index + old_by,
             old_len,
-            new_index: new_index + by,
+            new_index: new_index + new_by,
         },
         DiffOp::Insert {
             old_index,
             new_index,
             new_len,
         } => DiffOp::Insert {
-            old_index: old_index + by,
-            new_index: new_index + by,
+            old_index: old_index + old_by,
+            new_index: new_index + new_by,
             new_len,
         },
         DiffOp::Replace {
@@ -249,9 +319,9 @@ fn shift(op: DiffOp, by: usize) -> DiffOp {
             new_index,
             new_len,
         } => DiffOp::Replace {
-            old_index: old_index + by,
+            old_index: old_index + old_by,
             old_len,
-            new_index: new_index + by,
+            new_index: new_index + new_by,
             new_len,
         },
     }
@@ -267,7 +337,18 @@ pub struct DiffStats {
 /// A unified diff of `old` → `new` (both LF-normalized) with 3 lines of context, cut
 /// after `max_chars` characters with a note of how many hunks were left out.
 pub fn unified(old: &str, new: &str, label: &str, max_chars: usize) -> (String, DiffStats) {
-    let aligned = align_texts(old, new, 3);
+    unified_changed(old, new, &changes_between(old, new), label, max_chars)
+}
+
+/// [`unified`] for texts known to differ only in `changes`.
+pub fn unified_changed(
+    old: &str,
+    new: &str,
+    changes: &[Change],
+    label: &str,
+    max_chars: usize,
+) -> (String, DiffStats) {
+    let aligned = align_changed(old, new, changes, 3);
     let ops = aligned.ops.clone();
     let mut stats = DiffStats::default();
     for op in &ops {
@@ -439,5 +520,57 @@ mod tests {
         let (diff, stats) = unified(&old, &new, "f", 500);
         assert!(diff.contains("more hunks not shown"), "{diff}");
         assert_eq!(stats.added, 100);
+    }
+
+    #[test]
+    fn a_change_ending_mid_line_in_the_new_text_takes_the_whole_line() {
+        let (diff, stats) = unified("a\nfoo\nbar\n", "a\nXbar\n", "f", 10_000);
+        assert_eq!(
+            diff,
+            "--- a/f\n+++ b/f\n@@ -1,3 +1,2 @@\n a\n-foo\n-bar\n+Xbar\n"
+        );
+        assert_eq!(
+            stats,
+            DiffStats {
+                added: 1,
+                removed: 2
+            }
+        );
+    }
+
+    #[test]
+    fn scattered_changes_are_diffed_window_by_window() {
+        let old: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let new = old
+            .replace("line 10\n", "ten\n")
+            .replace("line 50\n", "")
+            .replace("line 90\n", "line 90\nninety-one\n");
+        let at = |t: &str, s: &str| t.find(s).unwrap();
+        let changes = vec![
+            Change {
+                old: at(&old, "line 10\n")..at(&old, "line 11\n"),
+                new: at(&new, "ten\n")..at(&new, "line 11\n"),
+            },
+            Change {
+                old: at(&old, "line 50\n")..at(&old, "line 51\n"),
+                new: at(&new, "line 51\n")..at(&new, "line 51\n"),
+            },
+            Change {
+                old: at(&old, "line 91\n")..at(&old, "line 91\n"),
+                new: at(&new, "ninety-one\n")..at(&new, "line 91\n"),
+            },
+        ];
+        let (by_changes, stats) = unified_changed(&old, &new, &changes, "f", 10_000);
+        let (whole, _) = unified(&old, &new, "f", 10_000);
+        assert_eq!(by_changes, whole);
+        assert_eq!(
+            stats,
+            DiffStats {
+                added: 2,
+                removed: 2
+            }
+        );
+        let aligned = align_changed(&old, &new, &changes, 0);
+        assert_eq!(aligned.windows.len(), 3);
     }
 }

@@ -15,7 +15,7 @@ use encoding_rs::{GB18030, UTF_8, UTF_16BE, UTF_16LE};
 use serde::Serialize;
 use similar::DiffOp;
 
-use super::diff::align_texts;
+use super::diff::{Change, align_changed, changes_between};
 use super::{DecodeError, Detected, Sniff, decode_text, sniff, utf8_string};
 
 /// How one line ends.
@@ -143,17 +143,18 @@ impl Document {
             .unwrap_or(Ending::Lf)
     }
 
-    /// `new` (LF-normalized) with this file's line endings restored.
-    pub fn restore_endings<'a>(&self, new: &'a str) -> Cow<'a, str> {
+    /// `new` (LF-normalized) with this file's line endings restored; `changes` are
+    /// where `new` differs from this document's text.
+    pub fn restore_endings<'a>(&self, new: &'a str, changes: &[Change]) -> Cow<'a, str> {
         match &self.endings {
             Endings::Uniform(Ending::Lf) => Cow::Borrowed(new),
             Endings::Uniform(e) => Cow::Owned(new.replace('\n', e.as_str())),
-            Endings::PerLine(per_line) => Cow::Owned(self.restore_mixed(new, per_line)),
+            Endings::PerLine(per_line) => Cow::Owned(self.restore_mixed(new, changes, per_line)),
         }
     }
 
-    fn restore_mixed(&self, new: &str, per_line: &[Ending]) -> String {
-        let aligned = align_texts(&self.text, new, 0);
+    fn restore_mixed(&self, new: &str, changes: &[Change], per_line: &[Ending]) -> String {
+        let aligned = align_changed(&self.text, new, changes, 0);
         // The new text's lines, consumed in order as the script walks them.
         let mut new_lines = Lines { rest: new };
         let dominant = self.dominant();
@@ -225,14 +226,15 @@ impl Document {
 
     /// The bytes to store for the LF-normalized text `new`.
     pub fn to_bytes(&self, new: &str) -> Vec<u8> {
-        self.encode(&self.restore_endings(new))
+        self.encode(&self.restore_endings(new, &changes_between(&self.text, new)))
     }
 
     /// [`Self::to_bytes`], reusing `new`'s buffer when the bytes are the text itself
     /// (UTF-8 without BOM and LF endings: most files), which saves a copy of the file.
-    pub fn into_bytes(&self, new: String) -> Vec<u8> {
+    /// `changes` are where `new` differs from this document's text.
+    pub fn into_bytes(&self, new: String, changes: &[Change]) -> Vec<u8> {
         let plain = self.detected.encoding == UTF_8 && !self.detected.has_bom();
-        match self.restore_endings(&new) {
+        match self.restore_endings(&new, changes) {
             Cow::Borrowed(_) if plain => new.into_bytes(),
             Cow::Owned(restored) if plain => restored.into_bytes(),
             restored => self.encode(&restored),

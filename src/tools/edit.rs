@@ -14,7 +14,8 @@ use crate::core::{
     BoxFuture, CallContext, Code, Registry, RegistryError, Repair, RepairKind, Tool, ToolError,
     ToolOutput, ToolResult, run_blocking,
 };
-use crate::edit::{self, Applied, Failure, Level, Tag};
+use crate::edit::steps::{Edited, Step};
+use crate::edit::{self, Failure, Level, Tag};
 use crate::guard::{Access, Allowed};
 use crate::mutation::{CommitError, Expect, Fingerprint, Freshness, commit};
 use crate::text::{DecodeError, Document, Ending, Style, diff, normalize_input};
@@ -217,10 +218,8 @@ fn repair_kind(tag: Tag) -> (RepairKind, &'static str) {
     }
 }
 
-fn repairs_for(applied: &Applied, field: &str) -> Vec<Repair> {
-    applied
-        .tags
-        .iter()
+fn repairs_for(tags: &[Tag], field: &str) -> Vec<Repair> {
+    tags.iter()
         .map(|&tag| {
             let (kind, detail) = repair_kind(tag);
             Repair::new(kind, field, detail)
@@ -348,31 +347,36 @@ fn apply_steps(
     multi: bool,
 ) -> ToolResult {
     let shown = loaded.allowed.shown.clone();
-    // Steps after the first work on the previous step's text; the first on the file's.
-    let mut edited: Option<String> = None;
-    let mut spare = String::new();
-    let mut results: Vec<Applied> = Vec::with_capacity(steps.len());
-    let mut repairs = Vec::new();
-    for (i, (search, replace, all)) in steps.iter().enumerate() {
-        let search = normalize_input(search);
-        let replace = normalize_input(replace);
-        let step = multi.then_some((i, steps.len()));
-        let current = edited.as_deref().unwrap_or(&loaded.doc.text);
-        let mut applied = edit::apply_reusing(current, &search, &replace, *all, &mut spare)
-            .map_err(|f| failure(&shown, f, step))?;
-        let field = if multi {
-            format!("/edits/{i}/search")
-        } else {
-            "/search".to_string()
-        };
-        repairs.extend(repairs_for(&applied, &field));
-        // The previous step's text becomes the next step's output buffer.
-        if let Some(previous) = edited.replace(std::mem::take(&mut applied.text)) {
-            spare = previous;
-        }
-        results.push(applied);
-    }
-    let text = edited.unwrap_or_default();
+    let normalized: Vec<(String, String, bool)> = steps
+        .iter()
+        .map(|(search, replace, all)| (normalize_input(search), normalize_input(replace), *all))
+        .collect();
+    let engine_steps: Vec<Step<'_>> = normalized
+        .iter()
+        .map(|(search, replace, all)| Step {
+            search,
+            replace,
+            replace_all: *all,
+        })
+        .collect();
+    let Edited {
+        text,
+        steps: results,
+        changes,
+    } = edit::steps::apply_steps(&loaded.doc.text, &engine_steps)
+        .map_err(|(i, f)| failure(&shown, f, multi.then_some((i, steps.len()))))?;
+    let repairs: Vec<Repair> = results
+        .iter()
+        .enumerate()
+        .flat_map(|(i, outcome)| {
+            let field = if multi {
+                format!("/edits/{i}/search")
+            } else {
+                "/search".to_string()
+            };
+            repairs_for(&outcome.tags, &field)
+        })
+        .collect();
     if text == loaded.doc.text {
         return Err(ToolError::invalid_input(
             format!("the edit would not change {shown}: the replacement equals what is there"),
@@ -381,9 +385,10 @@ fn apply_steps(
     }
     let applied_at = Instant::now();
     let budget = env.profile.output.max_chars.saturating_sub(SUMMARY_RESERVE);
-    let (diff_text, stats) = diff::unified(&loaded.doc.text, &text, &shown, budget);
+    let (diff_text, stats) =
+        diff::unified_changed(&loaded.doc.text, &text, &changes, &shown, budget);
     let diffed_at = Instant::now();
-    let new_bytes = loaded.doc.into_bytes(text);
+    let new_bytes = loaded.doc.into_bytes(text, &changes);
     let max = env.profile.edit.max_file_bytes;
     if new_bytes.len() as u64 > max {
         return Err(too_large(&shown, new_bytes.len() as u64, max));
@@ -520,7 +525,7 @@ pub(crate) struct MultiEdit {
 }
 
 #[derive(Deserialize)]
-struct Step {
+struct EditItem {
     search: String,
     replace: String,
     #[serde(default)]
@@ -530,7 +535,7 @@ struct Step {
 #[derive(Deserialize)]
 struct MultiArgs {
     file_path: String,
-    edits: Vec<Step>,
+    edits: Vec<EditItem>,
 }
 
 impl Tool for MultiEdit {
