@@ -209,3 +209,81 @@ proptest! {
         }
     }
 }
+
+/// An indentation style: a tab, or a number of spaces per level.
+fn render(depth: usize, unit: usize) -> String {
+    if unit == 0 {
+        "\t".repeat(depth)
+    } else {
+        " ".repeat(depth * unit)
+    }
+}
+
+/// A block of lines as depths (starting at 0, never more than one level deeper than the
+/// line before), and the replacement: every line kept, its text changed, or a new line
+/// inserted after it at a depth the same rule allows.
+fn block() -> impl Strategy<Value = (Vec<usize>, Vec<(u8, usize)>)> {
+    prop::collection::vec(0usize..3, 2..9).prop_flat_map(|steps| {
+        let mut depths = vec![0usize];
+        for s in &steps[1..] {
+            let prev = *depths.last().unwrap();
+            depths.push(match s {
+                0 => prev + 1,
+                1 => prev,
+                _ => prev.saturating_sub(1),
+            });
+        }
+        let n = depths.len();
+        (Just(depths), prop::collection::vec((0u8..3, 0usize..3), n))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, max_global_rejects: 100_000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn changed_lines_take_the_files_indentation(
+        (depths, plan) in block(),
+        file_unit in prop::sample::select(vec![0usize, 2, 4]),
+        model_unit in prop::sample::select(vec![0usize, 2, 4]),
+        file_base in 0usize..3,
+        model_base in 0usize..3,
+    ) {
+        let file_line = |d: usize, body: &str| format!("{}{body}", render(file_base + d, file_unit));
+        let model_line = |d: usize, body: &str| format!("{}{body}", render(model_base + d, model_unit));
+        let bodies: Vec<String> = (0..depths.len()).map(|i| format!("line_{i}()")).collect();
+        let file_block: Vec<String> = depths.iter().zip(&bodies).map(|(d, b)| file_line(*d, b)).collect();
+        // The file shows its unit elsewhere too, as real files do.
+        let probe: String = [0, 1, 2, 1, 0, 1, 0].iter().map(|d| file_line(*d, "probe()\n")).collect();
+        let text = format!("{probe}header()\n{}\nfooter()\n", file_block.join("\n"));
+        let search: Vec<String> = depths.iter().zip(&bodies).map(|(d, b)| model_line(*d, b)).collect();
+        let (mut replace, mut expected) = (Vec::new(), Vec::new());
+        for (i, (&d, &(what, deeper))) in depths.iter().zip(&plan).enumerate() {
+            let body = if what == 1 { format!("changed_{i}()") } else { bodies[i].clone() };
+            replace.push(model_line(d, &body));
+            expected.push(file_line(d, &body));
+            if what == 2 {
+                // A new line: at most one level deeper than this one, never above the block.
+                let nd = (d + deeper).saturating_sub(1).min(d + 1);
+                let body = format!("inserted_{i}()");
+                replace.push(model_line(nd, &body));
+                expected.push(file_line(nd, &body));
+            }
+        }
+        prop_assume!(search != replace);
+        // An exact match is taken as written; the rule is for blocks found by relaxing
+        // indentation.
+        prop_assume!(!text.contains(&search.join("\n")));
+        let applied = edit::apply(&text, &search.join("\n"), &replace.join("\n"), false)
+            .expect("the block is found");
+        let want = format!("{probe}header()\n{}\nfooter()\n", expected.join("\n"));
+        prop_assert_eq!(&applied.text, &want);
+        // A file indented with tabs never gains a line indented with spaces, and the
+        // other way round.
+        let mixed = applied.text.lines().any(|l| {
+            let lead = &l[..l.len() - l.trim_start().len()];
+            if file_unit == 0 { lead.contains(' ') } else { lead.contains('\t') }
+        });
+        prop_assert!(!mixed);
+    }
+}

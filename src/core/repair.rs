@@ -30,7 +30,7 @@ pub enum RepairKind {
     MarkdownAutolinkPath,
     /// edit: the search matched after relaxing whitespace at line ends.
     WhitespaceNormalized,
-    /// edit: the replacement was re-indented to the matched block's indentation.
+    /// edit: changed lines were rewritten in the file's indentation (unit and depth).
     IndentationRealigned,
     /// edit: literal `\n`, `\t`, `\"` … in search and replace were unescaped.
     JsonEscapeUnwrapped,

@@ -4,7 +4,8 @@
 //! Levels, in order; the first that finds anything decides:
 //! 1. exact: non-overlapping occurrences; several need `replace_all`;
 //! 2. whitespace-relaxed whole lines (trailing blanks, then both ends), with the
-//!    replacement re-indented when the whole block was off by one prefix;
+//!    replacement's changed lines written in the file's indentation (its unit, and the
+//!    depth the model meant relative to its search lines);
 //! 3. escape-unwrapped: literal `\n`, `\t`, `\"` … in search and replace are unescaped
 //!    and levels 1–2 retried;
 //! 4. unicode-normalized: curly quotes, dashes and odd spaces folded to ASCII;
@@ -16,6 +17,7 @@
 
 mod diagnose;
 mod fold;
+mod indent;
 mod pieces;
 mod relaxed;
 pub mod steps;
@@ -539,5 +541,73 @@ mod tests {
     fn the_missing_final_newline_stays_missing_in_relaxed_edits() {
         let a = ok("a\nlast  ", "last\n", "LAST\n");
         assert_eq!(a.text, "a\nLAST");
+    }
+
+    #[test]
+    fn a_tab_file_edited_with_four_spaces_gets_tabs() {
+        let text = "def f():\n\tif x:\n\t\ta()\n\treturn 1\n";
+        let a = ok(
+            text,
+            "    if x:\n        a()",
+            "    if x:\n        a()\n        b()\n    c()",
+        );
+        assert_eq!(
+            a.text,
+            "def f():\n\tif x:\n\t\ta()\n\t\tb()\n\tc()\n\treturn 1\n"
+        );
+        assert!(a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
+    fn a_deeper_new_line_takes_the_files_two_space_unit() {
+        let text = "fn f() {\n  if x {\n    a();\n  }\n}\n";
+        let a = ok(
+            text,
+            "if x {\n    a();\n}",
+            "if x {\n    a();\n    if y {\n        b();\n    }\n}",
+        );
+        assert_eq!(
+            a.text,
+            "fn f() {\n  if x {\n    a();\n    if y {\n      b();\n    }\n  }\n}\n"
+        );
+    }
+
+    #[test]
+    fn a_line_inserted_after_a_corrected_line_gets_the_same_correction() {
+        // The model wrote `a()` two columns short; `c()`, at the same depth, is
+        // corrected the same way, so the block stays aligned.
+        let text = "def f():\n    if x:\n        a()\n    b()\n";
+        let a = ok(
+            text,
+            "    if x:\n      a()\n    b()",
+            "    if x:\n      a()\n      c()\n    b()",
+        );
+        assert_eq!(
+            a.text,
+            "def f():\n    if x:\n        a()\n        c()\n    b()\n"
+        );
+        assert!(a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
+    fn blank_lines_in_the_block_are_kept_and_do_not_teach_a_depth() {
+        let text = "\tx = 1\n\n\ty = 2\n";
+        let a = ok(
+            text,
+            "    x = 1\n\n    y = 2",
+            "    x = 1\n\n    z = 3\n    y = 2",
+        );
+        assert_eq!(a.text, "\tx = 1\n\n\tz = 3\n\ty = 2\n");
+    }
+
+    #[test]
+    fn a_line_shallower_than_every_known_depth_loses_levels_in_the_files_unit() {
+        let text = "\t\tdef g():\n\t\t\treturn 1\n";
+        let a = ok(
+            text,
+            "        def g():\n            return 1",
+            "        def g():\n            return 1\n    h = g",
+        );
+        assert_eq!(a.text, "\t\tdef g():\n\t\t\treturn 1\n\th = g\n");
     }
 }

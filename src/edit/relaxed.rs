@@ -3,10 +3,11 @@
 //! both ends (second pass). Comparison happens on a `view` of the file (the file itself,
 //! or its unicode-folded twin, line for line), but the bytes written come from the file:
 //! replacement lines equal to their search line are the file's own lines, changed lines
-//! are re-indented when the whole window was off by one consistent prefix.
+//! are written in the file's indentation (see `indent`).
 
 use similar::{Algorithm, DiffOp, capture_diff_slices};
 
+use super::indent::Reindent;
 use super::{Failure, Found, Level, MAX_REPORTED, Tag};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -38,103 +39,6 @@ fn split_lines(text: &str) -> Vec<Line<'_>> {
         start += part.len() + 1;
     }
     lines
-}
-
-/// How a matched line's indentation relates to its search line's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Offset<'a> {
-    Zero,
-    /// The file has this prefix more.
-    Add(&'a str),
-    /// The search has this prefix more.
-    Strip(&'a str),
-}
-
-fn leading_ws(s: &str) -> &str {
-    &s[..s.len() - s.trim_start().len()]
-}
-
-fn offset<'a>(file: &'a str, search: &'a str) -> Option<Offset<'a>> {
-    let (fi, si) = (leading_ws(file), leading_ws(search));
-    if fi == si {
-        Some(Offset::Zero)
-    } else if fi.len() > si.len() && fi.ends_with(si) {
-        Some(Offset::Add(&fi[..fi.len() - si.len()]))
-    } else if si.len() > fi.len() && si.ends_with(fi) {
-        Some(Offset::Strip(&si[..si.len() - fi.len()]))
-    } else {
-        None
-    }
-}
-
-/// The one offset every non-blank pair shares; `Zero` when there are no such pairs,
-/// `None` when they disagree.
-fn common_offset<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Option<Offset<'a>> {
-    let mut found = Offset::Zero;
-    let mut first = true;
-    for (f, s) in pairs {
-        if s.trim().is_empty() {
-            continue;
-        }
-        let this = offset(f, s)?;
-        if first {
-            found = this;
-            first = false;
-        } else if this != found {
-            return None;
-        }
-    }
-    Some(found)
-}
-
-/// How the replacement's changed lines are re-indented: one offset for all of them,
-/// and, when the model began its search at the first non-blank character of a line
-/// (so only that line lost its indentation), the indentation the first line keeps.
-#[derive(Debug, Clone, Copy)]
-struct Realign<'a> {
-    offset: Offset<'a>,
-    first_line: Option<&'a str>,
-}
-
-fn realignment<'a>(file: &[&'a str], search: &[&'a str]) -> Realign<'a> {
-    let pairs = || file.iter().copied().zip(search.iter().copied());
-    if let Some(offset) = common_offset(pairs()) {
-        return Realign {
-            offset,
-            first_line: None,
-        };
-    }
-    let first_unindented = leading_ws(search[0]).is_empty() && !leading_ws(file[0]).is_empty();
-    if first_unindented && let Some(offset) = common_offset(pairs().skip(1)) {
-        return Realign {
-            offset,
-            first_line: Some(leading_ws(file[0])),
-        };
-    }
-    Realign {
-        offset: Offset::Zero,
-        first_line: None,
-    }
-}
-
-impl Realign<'_> {
-    /// Re-indent replacement line `index` (0-based within the replacement).
-    fn line(&self, index: usize, line: &str) -> String {
-        if line.trim().is_empty() {
-            return line.to_string();
-        }
-        if index == 0
-            && let Some(lead) = self.first_line
-            && leading_ws(line).is_empty()
-        {
-            return format!("{lead}{line}");
-        }
-        match self.offset {
-            Offset::Zero => line.to_string(),
-            Offset::Add(p) => format!("{p}{line}"),
-            Offset::Strip(p) => line.strip_prefix(p).unwrap_or(line).to_string(),
-        }
-    }
 }
 
 /// Try both passes. `orig` is the file and `view` what is compared with `search` (the
@@ -218,19 +122,15 @@ pub(super) fn find(
         if search_nl && has_nl {
             end += 1;
         }
-        let realign = if trim == Trim::Both {
-            realignment(&view_window, &search_lines)
-        } else {
-            Realign {
-                offset: Offset::Zero,
-                first_line: None,
-            }
-        };
         let replace_lines: Vec<&str> = if replace_core.is_empty() {
             Vec::new()
         } else {
             replace_core.split('\n').collect()
         };
+        // Leading whitespace differed: changed lines are written in the file's indentation.
+        let reindent = (trim == Trim::Both)
+            .then(|| Reindent::learn(&view_window, &search_lines, &replace_lines, orig))
+            .flatten();
         let mut out_lines: Vec<String> = Vec::with_capacity(replace_lines.len());
         let mut realigned_any = false;
         for op in capture_diff_slices(Algorithm::Myers, &model_lines, &replace_lines) {
@@ -244,7 +144,10 @@ pub(super) fn find(
                 DiffOp::Insert { .. } | DiffOp::Replace { .. } => {
                     for index in op.new_range() {
                         let line = replace_lines[index];
-                        let fixed = realign.line(index, line);
+                        let fixed = match &reindent {
+                            Some(r) => r.line(index, line),
+                            None => line.to_string(),
+                        };
                         realigned_any |= fixed != line;
                         out_lines.push(fixed);
                     }

@@ -205,7 +205,7 @@ fn repair_kind(tag: Tag) -> (RepairKind, &'static str) {
         ),
         Tag::IndentationRealigned => (
             RepairKind::IndentationRealigned,
-            "the replacement's changed lines were re-indented to the matched block",
+            "the replacement's changed lines were written in the file's indentation (its tabs or spaces, and the depth meant)",
         ),
         Tag::JsonEscapeUnwrapped => (
             RepairKind::JsonEscapeUnwrapped,
