@@ -61,7 +61,7 @@ pub fn apply_steps(text: &str, steps: &[Step<'_>]) -> Result<Edited, StepFailure
         outcomes.push(outcome(&found));
         if !found.ranges.is_empty() {
             pieces.replace(&found.ranges, &found.with);
-            whole.stale = true;
+            whole.current = false;
         }
     }
     let mut out = String::new();
@@ -140,8 +140,8 @@ fn non_overlapping(all: &[usize], len: usize) -> Vec<usize> {
 #[derive(Default)]
 struct Whole {
     text: String,
-    stale: bool,
-    built: bool,
+    /// `text` is the current text.
+    current: bool,
 }
 
 impl Whole {
@@ -149,10 +149,9 @@ impl Whole {
         if let Some(base) = pieces.untouched() {
             return base;
         }
-        if self.stale || !self.built {
+        if !self.current {
             pieces.text_into(&mut self.text);
-            self.stale = false;
-            self.built = true;
+            self.current = true;
         }
         &self.text
     }
