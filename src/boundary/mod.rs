@@ -733,7 +733,9 @@ pub fn gated_shell_candidates(configured: Option<&str>) -> Vec<PathBuf> {
 
 /// Find the gated zsh among [`gated_shell_candidates`], and the gate
 /// ([`gate_program`]). A candidate counts only if it really gates: run with no
-/// server, `/bin/true` must be denied.
+/// server, an exec of the zsh itself must be denied. (The zsh, not a system program:
+/// NixOS and Nix's build sandbox have no `/bin/true`, and a missing program exits 127
+/// before any gate is asked.)
 pub fn find_gated_shell(configured: Option<&str>) -> Result<GatedShell, String> {
     let gate = gate_program()
         .ok_or("whalebox-gate was not found next to the whalebox binary (or $WHALEBOX_GATE_BIN)")?;
@@ -745,7 +747,8 @@ pub fn find_gated_shell(configured: Option<&str>) -> Result<GatedShell, String> 
             continue;
         }
         let probe = std::process::Command::new(&zsh)
-            .args(["-fc", "/bin/true"])
+            .args(["-fc", "\"$0\" -fc :"])
+            .arg(&zsh)
             .env("WHALEBOX_GATE", &gate)
             .env("WHALEBOX_GATE_SOCKET", "/nonexistent/whalebox-probe.sock")
             .stdin(std::process::Stdio::null())
