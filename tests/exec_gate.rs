@@ -144,19 +144,20 @@ fn exec_and_fork_storms_finish_with_every_exec_decided() {
         return;
     }
     let f = fixture("required");
+    // `true` by its path on PATH (no /bin/true in a Nix build sandbox or on NixOS).
+    let truth = common::system_program("true");
+    let truth = truth.display();
     let env = f.ok(
         "shell_run",
-        &json!({"command": "seq 200 | xargs -P4 -n1 /bin/true && \
-                            for i in {1..200}; do /bin/true & done; wait; echo storm-done",
+        &json!({"command": format!("seq 200 | xargs -P4 -n1 {truth} && \
+                            for i in {{1..200}}; do {truth} & done; wait; echo storm-done"),
                 "yield_time_ms": 50000})
         .to_string(),
     );
     assert!(text(&env).contains("storm-done"), "{}", text(&env));
     let audit = std::fs::read_to_string(f.root.join("audit.jsonl")).unwrap();
-    let trues = audit
-        .lines()
-        .filter(|l| l.contains("\"program\":\"/bin/true\""))
-        .count();
+    let program = format!("\"program\":{}", json!(truth.to_string()));
+    let trues = audit.lines().filter(|l| l.contains(&program)).count();
     assert_eq!(trues, 400, "every exec of true is in the audit log once");
 }
 
@@ -232,10 +233,14 @@ fn a_decision_server_that_hangs_up_denies_every_exec() {
             drop(conn);
         }
     });
+    let truth = common::system_program("true");
     let (out, _) = supervise(
         &f,
         &socket,
-        "touch made-rude; /bin/true && echo ran-true; echo end",
+        &format!(
+            "touch made-rude; {} && echo ran-true; echo end",
+            truth.display()
+        ),
         5000,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);

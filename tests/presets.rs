@@ -6,7 +6,7 @@
 //!
 //! A missing tool fails the test with what to install (`.ci/run` installs them);
 //! `WHALEBOX_SKIP_TOOLCHAIN_TESTS=1` skips every toolchain test, saying so (for the
-//! Nix build sandbox: no registry toolchains, no /usr/bin/python3). Without Landlock
+//! Nix build sandbox: no registry toolchains among its inputs). Without Landlock
 //! in the kernel they skip, loudly. Sandboxed commands get the PATH the tests were
 //! started with.
 
@@ -40,7 +40,7 @@ fn have(test: &str, program: &str, args: &[&str], package: &str) -> bool {
     if std::env::var_os("WHALEBOX_SKIP_TOOLCHAIN_TESTS").is_some_and(|v| v == "1") {
         eprintln!(
             "SKIPPED {test}: WHALEBOX_SKIP_TOOLCHAIN_TESTS=1 (the Nix build sandbox has no \
-             registry toolchains, and no /usr/bin/python3)"
+             registry toolchains among its inputs)"
         );
         return false;
     }
@@ -209,8 +209,16 @@ fn assert_hint(out: &Output, under: &Path, preset: &str, profile: &Path) {
     );
 }
 
+/// The system's python3 (with venv and ensurepip): the first on PATH under the system
+/// roots, so not a pyenv shim in the home directory, which the sandbox cannot run.
+fn python3() -> String {
+    common::find_system_program("python3")
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "python3".into())
+}
+
 fn python(f: &Fixture, script: &str) {
-    let out = Command::new("/usr/bin/python3")
+    let out = Command::new(python3())
         .arg("-c")
         .arg(script)
         .current_dir(&f.root)
@@ -479,7 +487,7 @@ fn python_preset_gives_pip_in_a_workspace_venv_its_cache() {
     if !landlock("python preset")
         || !have(
             "python preset",
-            "/usr/bin/python3",
+            &python3(),
             &["-c", "import ensurepip, venv"],
             "python3 python3-venv",
         )
@@ -503,9 +511,10 @@ fn python_preset_gives_pip_in_a_workspace_venv_its_cache() {
     let port = serve(f.root.join("registry"));
     // --trusted-host: pip caches plain-HTTP downloads only from trusted hosts.
     let install = format!(
-        "/usr/bin/python3 -m venv .venv && .venv/bin/pip install --disable-pip-version-check \
+        "{} -m venv .venv && .venv/bin/pip install --disable-pip-version-check \
          --no-input --trusted-host 127.0.0.1 --index-url http://127.0.0.1:{port}/simple/ wbpkg \
-         && .venv/bin/python -c 'import wbpkg; print(\"answer\", wbpkg.ANSWER)'"
+         && .venv/bin/python -c 'import wbpkg; print(\"answer\", wbpkg.ANSWER)'",
+        python3()
     );
     let pip_cache = f.home.join(".cache/pip");
 
