@@ -44,13 +44,16 @@
           ];
         };
 
-      # The .nix files, for the formatting check.
+      # The .nix files, for the formatting check: names relative to the source, which the
+      # check enters. (Path values passed through lib.escapeShellArgs would become plain
+      # strings without store context on the pinned lib: not inputs of the build, so
+      # absent from its sandbox.)
       nixFiles = [
-        ./flake.nix
-        ./nix/package.nix
-        ./nix/zsh.nix
-        ./nix/lib.nix
-        ./nix/template/flake.nix
+        "flake.nix"
+        "nix/package.nix"
+        "nix/zsh.nix"
+        "nix/lib.nix"
+        "nix/template/flake.nix"
       ];
     in
     {
@@ -125,6 +128,7 @@
           # whalebox's own sandbox devShell: its profile and policy check as any user's do.
           sandbox = (sandboxFor pkgs).check;
           formatting = pkgs.runCommand "whalebox-nix-formatting" { } ''
+            cd ${./.}
             ${lib.getExe pkgs.nixfmt} --check ${lib.escapeShellArgs nixFiles}
             touch $out
           '';

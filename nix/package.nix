@@ -9,6 +9,7 @@
   zsh-gated,
   git,
   python3,
+  util-linux,
 }:
 
 let
@@ -47,10 +48,13 @@ rustPlatform.buildRustPackage {
   ];
 
   # The tests run the real binaries against real files, processes, PTYs, the gated zsh
-  # and (where the builder's kernel has it) Landlock.
+  # and (where the builder's kernel has it) Landlock. The programs they start come from
+  # here and the stdenv (no /usr/bin in the build sandbox): git for repositories, python3
+  # for scripted servers and children, setsid for detached processes.
   nativeCheckInputs = [
     git
     python3
+    util-linux
     zsh-gated
   ];
   preCheck = ''

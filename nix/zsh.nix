@@ -16,16 +16,43 @@ zsh.overrideAttrs (old: {
   checkPhase = ''
     runHook preCheck
     unset WHALEBOX_GATE WHALEBOX_GATE_SOCKET
-    # C02cond makes setuid/setgid files, which Nix's seccomp filter refuses in builds.
+    # What a build sandbox (and NixOS) lacks, which a few cases assume:
+    # - C02cond makes setuid/setgid files, which Nix's seccomp filter refuses.
     rm Test/C02cond.ztst
+    # - Three cases of A01grammar start /bin/sh under another name (`exec -a
+    #   /bin/SPLATTER /bin/sh -c 'echo $0'`); /bin/sh is busybox there, which picks its
+    #   applet from that name ("SPLATTER: applet not found"). They run the stdenv's bash,
+    #   which prints $0 as given, as the cases mean.
+    sed -i \
+      -e "s|\(exec -a */bin/[A-Z]* \)/bin/sh |\1$SHELL |" \
+      -e "s|exec \$opts /bin/sh |exec \$opts $SHELL |" \
+      Test/A01grammar.ztst
+    [ "$(grep -c "$SHELL -c 'echo \$0'" Test/A01grammar.ztst)" = 3 ] || {
+      echo "zsh-gated: A01grammar's exec -a cases were not found"
+      exit 1
+    }
+    # - Three cases of A01grammar run `command -p`, which searches the system's default
+    #   PATH (/bin:/usr/bin, from getconf at configure time) for cat and echo: there is
+    #   none. They are left out (a case is a paragraph of the .ztst file).
+    awk 'BEGIN { RS = ""; ORS = "\n\n" } /command -p/ { dropped++; next } { print }
+         END { if (dropped != 3) { print "zsh-gated: expected 3 command -p cases, found " dropped > "/dev/stderr"; exit 1 } }' \
+      Test/A01grammar.ztst > A01grammar.ztst.new
+    mv A01grammar.ztst.new Test/A01grammar.ztst
+    failed=""
     for group in A B C D E V W; do
-      make check TESTNUM=$group > check-$group.log 2>&1 || {
-        tail -n 40 check-$group.log
-        echo "zsh-gated: zsh's own tests, group $group, failed"
-        exit 1
-      }
-      grep -h "successful test scripts" check-$group.log | sed "s/^/zsh-gated: tests $group: /"
+      # SHELL for make's recipes too, as nixpkgs' own phases pass it: zsh's Makefiles
+      # would otherwise run them with /bin/sh.
+      if make check SHELL="$SHELL" TESTNUM=$group > check-$group.log 2>&1; then
+        grep -h "successful test scripts" check-$group.log | sed "s/^/zsh-gated: tests $group: /"
+      else
+        grep -B15 -A25 " failed: " check-$group.log | head -n 80
+        failed="$failed $group"
+      fi
     done
+    if [ -n "$failed" ]; then
+      echo "zsh-gated: zsh's own tests failed in group(s)$failed"
+      exit 1
+    fi
     runHook postCheck
   '';
 

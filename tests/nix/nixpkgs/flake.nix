@@ -18,5 +18,11 @@
         x86_64-linux = forSystem "x86_64-linux";
         aarch64-linux = forSystem "aarch64-linux";
       };
+
+      # Not nixpkgs: the stand-in's own checks (tests/nix/run), that its builds really
+      # run as in Nix's build sandbox.
+      selfTest = {
+        x86_64-linux = import ./self-test.nix { pkgs = forSystem "x86_64-linux"; };
+      };
     };
 }

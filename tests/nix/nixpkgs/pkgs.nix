@@ -1,7 +1,13 @@
 # The stand-in package set: the attributes whalebox's flake, nix/*.nix and the template
-# use, with nixpkgs' names and arguments, each built with `builtins.derivation` from the
-# host's tools (see README.md). A fixed point, so `extend` applies overlays as nixpkgs'
-# does.
+# use, with nixpkgs' names and arguments, each built with `builtins.derivation` (see
+# README.md). A fixed point, so `extend` applies overlays as nixpkgs' does.
+#
+# Builds run in Nix's own build sandbox (tests/nix/run sets `sandbox = relaxed`), as a
+# real Nix build does: a build sees its inputs' store paths, busybox as /bin/sh, the
+# host's shared libraries and C headers (what nixpkgs' glibc, gcc and ncurses inputs
+# bring), the Rust toolchain and crates, and nothing else of the host: no /usr/bin, no
+# /bin/true or /bin/bash, no /etc/passwd but Nix's own. Its programs come from the
+# bootstrap below, through its inputs, exactly as in nixpkgs.
 { system, host }:
 let
   lib = import ./lib.nix;
@@ -9,13 +15,13 @@ let
     concatMap
     derivation
     functionArgs
+    head
     intersectAttrs
     isFunction
     isPath
     removeAttrs
     ;
 
-  hostPath = "${host.toolchain}/bin:/usr/local/bin:/usr/bin:/bin";
   rustTarget =
     {
       x86_64-linux = "x86_64-unknown-linux-gnu";
@@ -23,28 +29,248 @@ let
     }
     .${system};
 
-  # A derivation that only runs a bash script, with host tools on PATH.
+  # The bootstrap: host programs copied into the store, the stand-in's version of the
+  # bootstrap tools nixpkgs fetches. These are the only derivations built outside the
+  # sandbox (`__noChroot`): a program that a build needs and does not get through its
+  # inputs is missing there, as it would be in a real build. `extra` runs after the
+  # copies (links, a setup hook).
+  hostTool =
+    name: programs: extra:
+    derivation {
+      inherit name system;
+      builder = "/bin/bash";
+      __noChroot = true;
+      # Debian's programs, not a user's (pyenv shims, ~/.cargo/bin).
+      PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
+      args = [
+        "-euc"
+        ''
+          mkdir -p $out/bin
+          for p in ${toString programs}; do
+            path=$(type -P "$p") || { echo "stand-in ${name}: the host has no $p" >&2; exit 1; }
+            cp -L "$path" "$out/bin/$p"
+          done
+          ${extra}
+        ''
+      ];
+    }
+    // {
+      meta.mainProgram = head programs;
+    };
+
+  # The Rust toolchain is not copied (rustc finds its libraries next to itself): its
+  # programs are links into the host's sysroot, which the sandbox binds at its own path.
+  toolchainTool =
+    name: programs:
+    derivation {
+      inherit name system;
+      builder = "${bootstrap.bash}/bin/bash";
+      PATH = "${bootstrap.coreutils}/bin";
+      args = [
+        "-euc"
+        ''
+          mkdir -p $out/bin
+          for p in ${toString programs}; do
+            [ -x "${host.toolchain}/bin/$p" ] || { echo "stand-in ${name}: the toolchain has no $p" >&2; exit 1; }
+            ln -s "${host.toolchain}/bin/$p" "$out/bin/$p"
+          done
+        ''
+      ];
+    }
+    // {
+      meta.mainProgram = head programs;
+    };
+
+  bootstrap = {
+    # nixpkgs' bash has bin/sh too: `sh` on a build's PATH is bash, `/bin/sh` is busybox.
+    bash = hostTool "bash" [ "bash" ] "ln -s bash $out/bin/sh";
+    coreutils = hostTool "coreutils" [
+      "arch"
+      "b2sum"
+      "base32"
+      "base64"
+      "basename"
+      "basenc"
+      "cat"
+      "chgrp"
+      "chmod"
+      "chown"
+      "cksum"
+      "comm"
+      "cp"
+      "csplit"
+      "cut"
+      "date"
+      "dd"
+      "df"
+      "dirname"
+      "du"
+      "echo"
+      "env"
+      "expand"
+      "expr"
+      "factor"
+      "false"
+      "fmt"
+      "fold"
+      "groups"
+      "head"
+      "id"
+      "install"
+      "join"
+      "link"
+      "ln"
+      "logname"
+      "ls"
+      "md5sum"
+      "mkdir"
+      "mkfifo"
+      "mknod"
+      "mktemp"
+      "mv"
+      "nice"
+      "nl"
+      "nohup"
+      "nproc"
+      "numfmt"
+      "od"
+      "paste"
+      "pathchk"
+      "printenv"
+      "printf"
+      "pwd"
+      "readlink"
+      "realpath"
+      "rm"
+      "rmdir"
+      "seq"
+      "sha1sum"
+      "sha256sum"
+      "sha512sum"
+      "shuf"
+      "sleep"
+      "sort"
+      "split"
+      "stat"
+      "stty"
+      "sum"
+      "sync"
+      "tac"
+      "tail"
+      "tee"
+      "test"
+      "timeout"
+      "touch"
+      "tr"
+      "true"
+      "truncate"
+      "tsort"
+      "tty"
+      "uname"
+      "unexpand"
+      "uniq"
+      "unlink"
+      "wc"
+      "whoami"
+      "yes"
+    ] "ln -s test $out/bin/[";
+    findutils = hostTool "findutils" [
+      "find"
+      "xargs"
+    ] "";
+    diffutils = hostTool "diffutils" [
+      "diff"
+      "cmp"
+      "diff3"
+    ] "";
+    gnused = hostTool "gnused" [ "sed" ] "";
+    gnugrep = hostTool "gnugrep" [
+      "grep"
+      "egrep"
+      "fgrep"
+    ] "";
+    gawk = hostTool "gawk" [ "awk" ] "";
+    gnutar = hostTool "gnutar" [ "tar" ] "";
+    gzip = hostTool "gzip" [ "gzip" ] "";
+    bzip2 = hostTool "bzip2" [ "bzip2" ] "";
+    xz = hostTool "xz" [ "xz" ] "";
+    gnumake = hostTool "gnumake" [ "make" ] "";
+    gnupatch = hostTool "gnupatch" [ "patch" ] "";
+    # Debian's gcc finds cc1 and its crt files under its own prefix (/usr/lib/gcc),
+    # relative to where it runs from; copied, it is told where that prefix is, by a
+    # wrapper script as nixpkgs' cc-wrapper is one.
+    gcc =
+      hostTool "gcc"
+        [
+          "gcc"
+          "cpp"
+        ]
+        ''
+          mkdir -p $out/libexec
+          for p in gcc cpp; do
+            mv $out/bin/$p $out/libexec/$p
+            printf '#!%s\nexport GCC_EXEC_PREFIX=/usr/lib/gcc/\nexec %s "$@"\n' \
+              ${bootstrap.bash}/bin/bash $out/libexec/$p > $out/bin/$p
+            chmod +x $out/bin/$p
+          done
+          ln -s gcc $out/bin/cc
+        '';
+    binutils = hostTool "binutils" [
+      "as"
+      "ld"
+      "ar"
+      "ranlib"
+      "nm"
+      "strip"
+      "objcopy"
+      "objdump"
+      "readelf"
+    ] "";
+  };
+
+  # nixpkgs' stdenv: these programs on every build's PATH (its initialPath, plus the
+  # C compiler), bash as the builder and as $SHELL.
+  initialPath = with bootstrap; [
+    coreutils
+    findutils
+    diffutils
+    gnused
+    gnugrep
+    gawk
+    gnutar
+    gzip
+    bzip2
+    xz
+    gnumake
+    bash
+    gnupatch
+    gcc
+    binutils
+  ];
+  shell = "${bootstrap.bash}/bin/bash";
+
+  # A derivation that only runs a bash script, with the stdenv's programs on PATH.
   script =
     name: text: env:
     derivation (
       {
         inherit name system;
-        builder = "/bin/bash";
+        builder = shell;
         args = [
           "-euc"
           text
         ];
-        PATH = hostPath;
+        PATH = lib.makeBinPath initialPath;
       }
       // env
     );
 
-  # `stdenv`: the generic builder (stdenv/setup.sh) with the host's PATH filled in.
+  # `stdenv`: the generic builder (stdenv/setup.sh) with the initial PATH filled in.
   stdenvOut =
     script "stdenv-standin"
       ''
         mkdir -p $out
-        sed "s|@hostPath@|${hostPath}|" $setup > $out/setup
+        sed -e "s|@initialPath@|${lib.makeBinPath initialPath}|" -e "s|@shell@|${shell}|" $setup > $out/setup
         cp $defaultBuilder $out/default-builder.sh
       ''
       {
@@ -90,7 +316,7 @@ let
         // {
           name = attrs.name or "${attrs.pname}-${attrs.version}";
           inherit system;
-          builder = "/bin/bash";
+          builder = shell;
           args = [
             "-e"
             "${stdenvOut}/default-builder.sh"
@@ -108,20 +334,6 @@ let
       meta = attrs.meta or { };
       inherit attrs;
       overrideAttrs = f: mkDerivation (final: resolve final // applyOverride f final (resolve final));
-    };
-
-  # A package made of host programs: bin/NAME symlinks to what the host has.
-  hostTool =
-    name: programs:
-    (script name ''
-      mkdir -p $out/bin
-      for p in ${toString programs}; do
-        path=$(command -v "$p") || { echo "stand-in ${name}: the host has no $p" >&2; exit 1; }
-        ln -s "$path" $out/bin/$p
-      done
-    '' { })
-    // {
-      meta.mainProgram = builtins.head programs;
     };
 
   packages =
@@ -171,7 +383,7 @@ let
         (script name ''
           mkdir -p $out/bin
           {
-            echo '#!/bin/bash'
+            echo '#!${shell}'
             echo 'set -o errexit -o nounset -o pipefail'
             echo 'export PATH="${lib.makeBinPath runtimeInputs}:$PATH"'
             printf '%s\n' "$text"
@@ -209,7 +421,7 @@ let
           }
         );
 
-      makeWrapper = makeSetupHook "make-shell-wrapper-hook" ./hooks/make-wrapper.sh { };
+      makeWrapper = makeSetupHook "make-shell-wrapper-hook" ./hooks/make-wrapper.sh { inherit shell; };
       makeBinaryWrapper = self.makeWrapper;
       installShellFiles = makeSetupHook "install-shell-files" ./hooks/install-shell-files.sh { };
 
@@ -255,21 +467,22 @@ let
         };
       };
 
-      cargo = hostTool "cargo" [ "cargo" ];
-      rustc = hostTool "rustc" [ "rustc" ];
-      clippy = hostTool "clippy" [
+      # What nixpkgs' rustPlatform and the default devShell bring: the host's toolchain.
+      cargo = toolchainTool "cargo" [ "cargo" ];
+      rustc = toolchainTool "rustc" [ "rustc" ];
+      clippy = toolchainTool "clippy" [
         "cargo-clippy"
         "clippy-driver"
       ];
-      rustfmt = hostTool "rustfmt" [
+      rustfmt = toolchainTool "rustfmt" [
         "rustfmt"
         "cargo-fmt"
       ];
       nixfmt =
         script "nixfmt" ''
           mkdir -p $out/bin
-          ln -s ${host.nixfmt} $out/bin/nixfmt
-        '' { }
+          cp ${host.nixfmt} $out/bin/nixfmt
+        '' { __noChroot = true; }
         // {
           meta.mainProgram = "nixfmt";
         };
@@ -285,48 +498,31 @@ let
           find "$@" -name '*.nix' -not -path '*/.git/*' -exec nixfmt {} +
         '';
       };
-      coreutils = hostTool "coreutils" [
-        "ls"
-        "cat"
-        "cp"
-        "mv"
-        "rm"
-        "mkdir"
-        "touch"
-        "echo"
-        "env"
-        "true"
-        "false"
-        "sort"
-        "head"
-        "tail"
-        "wc"
-        "tee"
-        "id"
-        "readlink"
-        "realpath"
-        "dirname"
-        "basename"
-        "mktemp"
-        "chmod"
-        "date"
-        "sleep"
-        "uname"
-      ];
-      findutils = hostTool "findutils" [
-        "find"
-        "xargs"
-      ];
-      gnugrep = hostTool "gnugrep" [ "grep" ];
-      gnused = hostTool "gnused" [ "sed" ];
-      gawk = hostTool "gawk" [ "awk" ];
-      diffutils = hostTool "diffutils" [ "diff" ];
-      gnutar = hostTool "gnutar" [ "tar" ];
-      gzip = hostTool "gzip" [ "gzip" ];
-      which = hostTool "which" [ "which" ];
-      git = hostTool "git" [ "git" ];
-      bashInteractive = hostTool "bash" [ "bash" ];
-      python3 = hostTool "python3" [ "python3" ];
+      inherit (bootstrap)
+        bash
+        coreutils
+        findutils
+        diffutils
+        gnused
+        gnugrep
+        gawk
+        gnutar
+        gzip
+        bzip2
+        xz
+        gnumake
+        gnupatch
+        gcc
+        binutils
+        ;
+      which = hostTool "which" [ "which" ] "";
+      git = hostTool "git" [ "git" ] "";
+      bashInteractive = bootstrap.bash;
+      python3 = hostTool "python3" [ "python3" ] "";
+      util-linux = hostTool "util-linux" [
+        "setsid"
+        "flock"
+      ] "";
     };
 in
 let

@@ -7,6 +7,9 @@
 # Where nixpkgs vendors the crates named by Cargo.lock (importCargoLock), the stand-in
 # builds offline against the host's cargo registry cache (@cargoRegistry@).
 
+# rustPlatform brings cargo and rustc: here the host's toolchain, bound into the sandbox.
+export PATH="@toolchain@/bin:$PATH"
+
 cargoSetupHook() {
   export CARGO_HOME="$TMPDIR/cargo-home"
   mkdir -p "$CARGO_HOME"

@@ -2,7 +2,8 @@
 # Stand-in for nixpkgs' makeWrapper / makeBinaryWrapper setup hook
 # (pkgs/build-support/setup-hooks/make-wrapper.sh): the same functions and flags
 # (--set, --set-default, --unset, --prefix, --suffix, --add-flags, --append-flags,
-# --chdir, --argv0), always writing a bash wrapper. wrapProgram moves PROG to
+# --chdir, --argv0), always writing a bash wrapper (`#!` the stdenv's bash, as nixpkgs'
+# makeWrapper writes its runtimeShell). wrapProgram moves PROG to
 # .PROG-wrapped next to it, as nixpkgs does.
 
 makeWrapper() {
@@ -30,7 +31,7 @@ makeWrapper() {
   done
   mkdir -p "$(dirname "$wrapper")"
   {
-    echo "#!/bin/bash -e"
+    echo "#!@shell@ -e"
     printf '%s' "$lines"
     echo "exec -a $argv0 $(printf '%q' "$original")$flags_before \"\$@\"$flags_after"
   } > "$wrapper"

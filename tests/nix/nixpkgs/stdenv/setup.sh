@@ -4,10 +4,13 @@
 # build, check, install, fixup, installCheck (each replaceable by an attribute of the
 # same name, with its pre/post hooks). Sourced by default-builder.sh, and by
 # `nix develop` (its get-env.sh sources $stdenv/setup to capture the environment).
-# Programs come from the host (@hostPath@): see ../README.md.
+# Programs come from the stdenv's initial path (@initialPath@) and the inputs; bash is
+# the builder and $SHELL, which nixpkgs passes to make (SHELL=...) so that Makefiles do
+# not run their recipes with /bin/sh (busybox in the build sandbox).
 
 : "${outputs:=out}"
-export PATH="@hostPath@"
+export PATH="@initialPath@"
+export SHELL="@shell@"
 export SOURCE_DATE_EPOCH=315532800
 export NIX_BUILD_CORES="${NIX_BUILD_CORES:-1}"
 [ "$NIX_BUILD_CORES" = 0 ] && NIX_BUILD_CORES=$(nproc)
@@ -94,7 +97,7 @@ buildPhase() {
   runHook preBuild
   if [ -f Makefile ] || [ -f makefile ]; then
     # shellcheck disable=SC2086
-    make -j"$NIX_BUILD_CORES" ${makeFlags:-} ${buildFlags:-}
+    make -j"$NIX_BUILD_CORES" SHELL="$SHELL" ${makeFlags:-} ${buildFlags:-}
   fi
   runHook postBuild
 }
@@ -102,14 +105,14 @@ buildPhase() {
 checkPhase() {
   runHook preCheck
   # shellcheck disable=SC2086
-  make ${makeFlags:-} ${checkFlags:-} check
+  make SHELL="$SHELL" ${makeFlags:-} ${checkFlags:-} check
   runHook postCheck
 }
 
 installPhase() {
   runHook preInstall
   # shellcheck disable=SC2086
-  make ${makeFlags:-} ${installFlags:-} install
+  make SHELL="$SHELL" ${makeFlags:-} ${installFlags:-} install
   runHook postInstall
 }
 
