@@ -266,7 +266,7 @@ pub fn child_env(
         }
     }
     if std::env::var_os("PATH").is_none() {
-        set("PATH", "/usr/local/bin:/usr/bin:/bin".into());
+        set("PATH", FALLBACK_PATH.into());
     }
     set("SHELL", shell.display().to_string());
     set("PAGER", "cat".into());
@@ -286,6 +286,10 @@ pub fn child_env(
     env
 }
 
+/// The search path when whalebox itself was started without PATH: the FHS directories,
+/// then NixOS's system profile (NixOS has no programs under /usr/bin or /bin but sh).
+const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/run/current-system/sw/bin";
+
 /// The shell to use: the profile's, else zsh, else bash, else sh, from PATH.
 pub fn find_shell(configured: Option<&str>) -> Option<PathBuf> {
     let lookup = |name: &str| -> Option<PathBuf> {
@@ -293,7 +297,7 @@ pub fn find_shell(configured: Option<&str>) -> Option<PathBuf> {
             let p = PathBuf::from(name);
             return p.is_file().then_some(p);
         }
-        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+        let path = std::env::var_os("PATH").unwrap_or_else(|| FALLBACK_PATH.into());
         std::env::split_paths(&path)
             .map(|d| d.join(name))
             .find(|p| p.is_file())
