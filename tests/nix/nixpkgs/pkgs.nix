@@ -346,7 +346,9 @@ let
         in
         f (intersectAttrs (functionArgs f) self // args);
     in
-    {
+    # The bootstrap's programs are packages too (bash, coreutils, gcc, …).
+    bootstrap
+    // {
       inherit lib system callPackage;
       extend =
         overlay:
@@ -498,23 +500,6 @@ let
           find "$@" -name '*.nix' -not -path '*/.git/*' -exec nixfmt {} +
         '';
       };
-      inherit (bootstrap)
-        bash
-        coreutils
-        findutils
-        diffutils
-        gnused
-        gnugrep
-        gawk
-        gnutar
-        gzip
-        bzip2
-        xz
-        gnumake
-        gnupatch
-        gcc
-        binutils
-        ;
       which = hostTool "which" [ "which" ] "";
       git = hostTool "git" [ "git" ] "";
       bashInteractive = bootstrap.bash;
