@@ -13,7 +13,8 @@ use super::{Approval, ApprovalRequest, Approver};
 
 struct Pending {
     request: ApprovalRequest,
-    reply: mpsc::SyncSender<Approval>,
+    /// None: nobody answered.
+    reply: mpsc::SyncSender<Option<Approval>>,
 }
 
 #[derive(Clone, Default)]
@@ -54,7 +55,7 @@ impl PendingApprovals {
             if let Ok(mut w) = me.inner.waiting.lock() {
                 w.remove(&id);
             }
-            got.map(|a| (a, "the user (MCP input_required)"))
+            got.flatten().map(|a| (a, "the user (MCP input_required)"))
         })
     }
 
@@ -77,7 +78,7 @@ impl PendingApprovals {
     }
 
     /// Answer question `id`; false when it is no longer waiting (it timed out).
-    pub fn answer(&self, id: u64, approval: Approval) -> bool {
+    pub fn answer(&self, id: u64, approval: Option<Approval>) -> bool {
         let pending = self
             .inner
             .waiting
@@ -113,8 +114,12 @@ pub fn approval_form(req: &ApprovalRequest) -> crate::core::Form {
 }
 
 /// A person's answer to [`approval_form`]; anything but an explicit allow is a denial.
-pub fn approval_of(answer: &crate::core::Answer) -> Approval {
-    match answer {
+/// None: nobody answered (no reply in time, or the client dismissed the question
+/// itself), which the profile's `on_ask` decides as when no one can be asked.
+pub fn approval_of(answer: &crate::core::Answer) -> Option<Approval> {
+    use crate::core::Answer;
+    Some(match answer {
+        Answer::Timeout | Answer::Unread { .. } => return None,
         crate::core::Answer::Accept(content) => {
             match content.get("decision").and_then(|d| d.as_str()) {
                 Some("allow_once") => Approval::Once,
@@ -123,5 +128,5 @@ pub fn approval_of(answer: &crate::core::Answer) -> Approval {
             }
         }
         _ => Approval::Deny,
-    }
+    })
 }

@@ -32,9 +32,48 @@ pub enum Answer {
     Decline,
     Cancel,
     Timeout,
+    /// Declined or cancelled faster than anyone can read a question: the client
+    /// dismissed it itself, as headless clients do (`claude -p` cancels, `codex exec`
+    /// declines, at once). Nobody refused anything.
+    Unread {
+        /// "declined" or "cancelled".
+        action: &'static str,
+        after_ms: u64,
+    },
 }
 
+/// A person takes longer than this to read a question and answer it.
+pub const READING_TIME: Duration = Duration::from_millis(1000);
+
 impl Answer {
+    /// A decline or cancel that came within [`READING_TIME`] of asking becomes
+    /// [`Answer::Unread`].
+    pub fn judged(self, after: Duration) -> Answer {
+        let action = match self {
+            Answer::Decline => "declined",
+            Answer::Cancel => "cancelled",
+            other => return other,
+        };
+        if after >= READING_TIME {
+            return self;
+        }
+        Answer::Unread {
+            action,
+            after_ms: after.as_millis() as u64,
+        }
+    }
+
+    /// For an [`Answer::Unread`], what to tell the model: nobody answered.
+    pub fn unread_reason(&self) -> Option<String> {
+        match self {
+            Answer::Unread { action, after_ms } => Some(format!(
+                "no one answered: the client {action} the question itself {after_ms} ms after it \
+                 was asked, as a client with nobody at it (a headless run) does"
+            )),
+            _ => None,
+        }
+    }
+
     /// From an MCP `ElicitResult` (`{action, content}`).
     pub fn from_elicit_result(result: &Value) -> Answer {
         match result["action"].as_str() {

@@ -9,6 +9,7 @@
 mod ask;
 mod envelope;
 mod hints;
+mod limits;
 mod registry;
 mod repair;
 mod tool;
@@ -17,6 +18,7 @@ mod validate;
 pub use ask::{Answer, Asker, Asking, Form, Resumed, input_required};
 pub use envelope::{Code, Envelope, cap_text};
 pub use hints::nearest as nearest_names;
+pub use limits::SessionLimits;
 pub use registry::{Registry, RegistryError};
 pub use repair::{Repair, RepairKind, repair as repair_arguments};
 pub use tool::{

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::envelope::{Code, Envelope};
 use super::hints::{recovery_hint, suggest_tools};
+use super::limits::SessionLimits;
 use super::repair::{coerce_arguments, repair};
 use super::tool::{CallContext, Tool, ToolSpec, panic_message};
 use super::validate::{json_type_name, violations};
@@ -35,16 +36,17 @@ struct Entry {
 pub struct Registry {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,
-    max_chars: usize,
+    limits: Arc<SessionLimits>,
 }
 
 impl Registry {
-    /// An empty registry whose results are capped at `max_chars` characters of text.
-    pub fn new(max_chars: usize) -> Self {
+    /// An empty registry whose results are capped at the session's `max_chars`
+    /// characters of text (read at each call: the limits may be fitted to the client).
+    pub fn new(limits: Arc<SessionLimits>) -> Self {
         Registry {
             entries: Vec::new(),
             index: HashMap::new(),
-            max_chars,
+            limits,
         }
     }
 
@@ -88,7 +90,19 @@ impl Registry {
     }
 
     pub fn max_chars(&self) -> usize {
-        self.max_chars
+        self.limits.max_chars()
+    }
+
+    /// The specs with each description asked of its tool again: descriptions that
+    /// state a limit follow the limits fitted to the client.
+    pub fn described_specs(&self) -> Vec<ToolSpec> {
+        self.entries
+            .iter()
+            .map(|e| ToolSpec {
+                description: e.tool.description(),
+                ..e.spec.clone()
+            })
+            .collect()
     }
 
     /// Carry out one call and answer with an envelope. Never panics, whatever the input
@@ -98,7 +112,7 @@ impl Registry {
         let envelope = self
             .dispatch_inner(name, args, ctx)
             .await
-            .capped(self.max_chars);
+            .capped(self.limits.max_chars());
         tracing::info!(
             tool = name,
             code = %envelope.code,
@@ -261,7 +275,7 @@ mod tests {
     }
 
     fn registry() -> Registry {
-        let mut r = Registry::new(1000);
+        let mut r = Registry::new(Arc::new(SessionLimits::new(1000, 50_000, 15_000)));
         r.register("test", Arc::new(Echo)).unwrap();
         r
     }

@@ -113,7 +113,30 @@ impl Status {
         }
     }
 
-    /// One line for people and models: what holds and what does not.
+    /// A few words for a model: the ABI and mode, or why nothing holds, and what was
+    /// dropped.
+    pub fn brief(&self) -> String {
+        match &self.unavailable {
+            Some(why) => format!("Landlock: not enforced ({why})"),
+            None => {
+                let mut text = format!(
+                    "Landlock ABI {} ({})",
+                    self.kernel_abi,
+                    match self.mode {
+                        LandlockMode::Enforce => "enforce",
+                        LandlockMode::BestEffort => "best-effort",
+                        LandlockMode::Off => "off",
+                    }
+                );
+                if !self.dropped.is_empty() {
+                    text.push_str(&format!("; dropped: {}", self.dropped.join(", ")));
+                }
+                text
+            }
+        }
+    }
+
+    /// One line for people: what holds and what does not.
     pub fn summary(&self) -> String {
         match (&self.unavailable, self.mode) {
             (Some(why), _) => format!("Landlock: not enforced ({why})"),

@@ -28,10 +28,20 @@ use crate::core::{Answer, Asker, Asking, Form, Resumed};
 /// The key of whalebox's one question in `inputRequests` / `inputResponses`.
 const INPUT_KEY: &str = "whalebox";
 
-/// What the sealed `requestState` carries: the tool's continuation state.
+/// What the sealed `requestState` carries: the tool's continuation state, and when the
+/// question went out (to tell a client's instant dismissal from a person's answer).
 #[derive(Serialize, Deserialize)]
 struct Sealed {
     state: Value,
+    #[serde(default)]
+    asked_at_ms: u64,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 pub struct Questions {
@@ -78,7 +88,8 @@ pub fn elicitation_asker(context: &RequestContext<RoleServer>) -> Option<Asker> 
             let Some(params) = elicit_params(&form) else {
                 return Answer::Cancel;
             };
-            match peer
+            let asked = std::time::Instant::now();
+            let answer = match peer
                 .create_elicitation_with_timeout(params, Some(timeout))
                 .await
             {
@@ -97,7 +108,8 @@ pub fn elicitation_asker(context: &RequestContext<RoleServer>) -> Option<Asker> 
                     tracing::warn!("elicitation failed: {e}");
                     Answer::Cancel
                 }
-            }
+            };
+            answer.judged(asked.elapsed())
         })
     }))
 }
@@ -157,10 +169,12 @@ impl Questions {
                         "the requestState does not belong to this call of {tool} on this server, or has expired ({e}); nothing was answered"
                     )
                 })?;
+            let asked = Duration::from_millis(now_ms().saturating_sub(sealed.asked_at_ms));
             let answer = responses
                 .and_then(|r| r.get(INPUT_KEY))
                 .map(Answer::from_elicit_result)
-                .unwrap_or(Answer::Cancel);
+                .unwrap_or(Answer::Cancel)
+                .judged(asked);
             return Ok(Asking::Retry(Some(Resumed {
                 state: sealed.state,
                 answer,
@@ -200,6 +214,7 @@ impl Questions {
             .seal_json_with(
                 &Sealed {
                     state: data["state"].clone(),
+                    asked_at_ms: now_ms(),
                 },
                 &SealOptions::new().associated_data(&bound).ttl(ttl),
             )

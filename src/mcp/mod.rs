@@ -1,12 +1,15 @@
 //! The MCP server: a thin rmcp adapter over the registry. Tools are listed from the
-//! frozen specs with their raw JSON schemas and annotations; a call goes through
-//! [`Registry::dispatch`] and comes back as `content` (the envelope's text),
-//! `structuredContent` (the whole envelope) and `isError`. rmcp handles both the
+//! specs with their raw JSON schemas and annotations; a call goes through
+//! [`Registry::dispatch`] and comes back as `content` (the envelope's text, an error's
+//! led by its code), `_meta` (the whole envelope, which no client shows the model) and
+//! `isError`; `structuredContent` only when the profile asks. The session's limits are
+//! fitted to the client at its first request ([`fit`]). rmcp handles both the
 //! `initialize` handshake (2025-06-18 / 2025-11-25) and the 2026-07-28 lifecycle
 //! (`server/discover` and per-request metadata). A call that needs a person's answer
 //! asks through [`ask`]; the session's plan and todos are resources ([`resources`]).
 
 mod ask;
+mod fit;
 mod resources;
 
 use std::sync::Arc;
@@ -23,7 +26,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 use crate::boundary::{ApprovalRequest, Approver, ApproverSlot, approval_form, approval_of};
-use crate::core::{Answer, CallContext, Code, Envelope, Progress, Registry, ToolSpec};
+use crate::core::{CallContext, Code, Envelope, Progress, Registry, ToolSpec};
 use crate::tools::Env;
 
 /// How long a person has to answer an approval (the gate waits 120 s).
@@ -37,16 +40,16 @@ fn elicitation_approver(context: &RequestContext<RoleServer>) -> Option<Approver
     let handle = tokio::runtime::Handle::current();
     Some(Arc::new(move |req: &ApprovalRequest| {
         let answer = handle.block_on(asker(approval_form(req), APPROVAL_TIMEOUT));
-        if answer == Answer::Timeout {
-            return None;
-        }
-        Some((approval_of(&answer), "the user (MCP elicitation)"))
+        // None: nobody answered (no reply, or the client dismissed the question itself),
+        // and the profile's `on_ask` decides, as when no one can be asked.
+        approval_of(&answer).map(|a| (a, "the user (MCP elicitation)"))
     }))
 }
 
 pub struct Server {
     registry: Arc<Registry>,
-    tools: Vec<rmcp::model::Tool>,
+    /// The limits and tool hints for the client, fixed at its first request.
+    fit: std::sync::OnceLock<fit::Fit>,
     instructions: String,
     /// Where the exec boundary looks for someone to answer `ask`.
     approver: ApproverSlot,
@@ -63,11 +66,10 @@ pub struct Server {
 
 impl Server {
     pub fn new(registry: Arc<Registry>, env: &Arc<Env>) -> Self {
-        let tools = registry.specs().map(mcp_tool).collect();
         Server {
             instructions: instructions(&registry, env),
             registry,
-            tools,
+            fit: std::sync::OnceLock::new(),
             approver: env.approver.clone(),
             questions: ask::Questions::new(),
             pending: env.approvals.clone(),
@@ -113,7 +115,9 @@ fn envelope_schema() -> Map<String, Value> {
     }
 }
 
-fn mcp_tool(spec: &ToolSpec) -> rmcp::model::Tool {
+/// One of whalebox's tools as MCP lists it: the spec, the client's hints in `_meta`,
+/// and the envelope's schema only when the profile asks for structured output.
+fn mcp_tool(spec: &ToolSpec, fit: &fit::Fit, structured: bool) -> rmcp::model::Tool {
     let schema = match &spec.input_schema {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
@@ -128,14 +132,21 @@ fn mcp_tool(spec: &ToolSpec) -> rmcp::model::Tool {
     let mut tool = rmcp::model::Tool::new(spec.name.clone(), spec.description.clone(), schema);
     tool.title = spec.title.clone();
     tool.annotations = Some(annotations);
-    tool.output_schema = Some(Arc::new(envelope_schema()));
+    if structured {
+        tool.output_schema = Some(Arc::new(envelope_schema()));
+    }
+    if !fit.tool_meta.is_empty() {
+        tool.meta = Some(rmcp::model::MetaObject(fit.tool_meta.clone()));
+    }
     tool
 }
 
+/// The server's instructions: short, because Codex's code mode repeats them after
+/// every tool's description, and free of whitespace runs. The tools describe
+/// themselves; this says what holds across them.
 fn instructions(registry: &Registry, env: &Env) -> String {
     let mut text = format!(
-        "whalebox tools for the workspace {}. Relative paths are relative to it. Every result \
-         is an envelope {{ok, code, text, data, repairs}}; errors end with the next step to take.",
+        "Tools for the workspace {} (relative paths start there",
         env.guard.workspace().display()
     );
     if !env.guard.read_roots().is_empty() {
@@ -145,27 +156,24 @@ fn instructions(registry: &Registry, env: &Env) -> String {
             .iter()
             .map(|r| r.display().to_string())
             .collect();
-        text.push_str(&format!(" Read-only roots: {}.", roots.join(", ")));
+        text.push_str(&format!("; read-only: {}", roots.join(", ")));
     }
-    text.push_str(&format!(" Tools: {}.", registry.names().join(", ")));
+    text.push_str(
+        "). An error starts with its code (as `search_not_found:`) and ends with the next step.",
+    );
     let names = registry.names();
     if names.contains(&"update_plan") || names.contains(&"todo_add") {
-        text.push_str(
-            " The plan (update_plan) and todos (todo_*) are kept by this server for the session              and shown to the person (resources whalebox://session/plan and /todos).",
-        );
+        text.push_str(" The plan and todos are shown to the person.");
     }
     if names.contains(&"request_user_input") {
-        text.push_str(
-            " request_user_input asks the person and waits; use it only for decisions that are              theirs, never for secrets.",
-        );
+        text.push_str(" request_user_input asks the person; never for secrets.");
     }
-    text.push_str(&format!(" Sandbox: {}.", env.sandbox_status().summary()));
-    if registry.names().contains(&"shell_run") && env.policy.is_some() {
+    text.push_str(&format!(" Sandbox: {}.", env.sandbox_status().brief()));
+    if names.contains(&"shell_run") && env.policy.is_some() {
         text.push_str(&match env.shell_boundary() {
             Ok(crate::tools::ShellBoundary::Gated { status, .. }) if status["kernel"] == true => {
-                " Exec policy: every program any command starts is decided by the policy; a \
-                 refused one fails with EACCES after a `whalebox: denied` line, and the result \
-                 lists it."
+                " Exec policy: every program a command starts is decided; a refused one fails \
+                 with EACCES after a `whalebox: denied` line."
                     .to_string()
             }
             Ok(crate::tools::ShellBoundary::Gated { status, .. }) => format!(
@@ -181,10 +189,7 @@ fn instructions(registry: &Registry, env: &Env) -> String {
         });
     }
     if env.sandbox.is_some() {
-        text.push_str(&format!(
-            " Shell commands may write only in the workspace and $TMPDIR ({}), not /tmp.",
-            env.private.tmp.display()
-        ));
+        text.push_str(" Commands may write only in the workspace and $TMPDIR, not /tmp.");
     }
     text
 }
@@ -211,9 +216,16 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools = self.tools.clone();
+        let fit = self.fit(&context);
+        let structured = self.env.profile.output.structured;
+        let mut tools: Vec<rmcp::model::Tool> = self
+            .registry
+            .described_specs()
+            .iter()
+            .map(|spec| mcp_tool(spec, fit, structured))
+            .collect();
         // Upstream tools of `defer = false` servers, under their qualified names. The
         // list is fixed the first time it is made (it must not change as a side effect
         // of other calls).
@@ -244,6 +256,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        self.fit(&context);
         if !self.approver.is_set() {
             if ask::can_retry(&context) {
                 // No server-initiated requests: questions wait for a call to carry them.
@@ -343,6 +356,7 @@ impl ServerHandler for Server {
             ));
         };
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+        self.fit(&context);
         let responses: Option<InputResponses> = params
             .get("inputResponses")
             .and_then(|r| serde_json::from_value(r.clone()).ok());
@@ -367,6 +381,35 @@ impl ServerHandler for Server {
 }
 
 impl Server {
+    /// The fit for this session's client, made at its first request: the classic
+    /// lifecycle names the client at `initialize`, the 2026-07-28 one in each request's
+    /// `_meta`. The limits it sets hold for the rest of the session.
+    fn fit(&self, context: &RequestContext<RoleServer>) -> &fit::Fit {
+        self.fit.get_or_init(|| {
+            let client = context
+                .meta
+                .client_info()
+                .map(|i| i.name)
+                .or_else(|| context.peer.peer_info().map(|p| p.client_info.name.clone()))
+                .unwrap_or_default();
+            let fit = fit::fit_for(&client, &self.env.profile.output, &self.env.profile.shell);
+            self.env.limits.set(fit.max_chars, fit.max_yield_ms);
+            tracing::info!(
+                client = %fit.client,
+                max_chars = fit.max_chars,
+                max_yield_ms = fit.max_yield_ms,
+                from = fit.source,
+                "limits fitted to the client"
+            );
+            fit
+        })
+    }
+
+    /// The MCP result of an envelope, as this session's profile wants it.
+    fn result(&self, envelope: &Envelope) -> CallToolResult {
+        tool_result(envelope, self.env.profile.output.structured)
+    }
+
     async fn call(
         &self,
         name: &str,
@@ -381,7 +424,7 @@ impl Server {
         {
             Ok(ask) => ask,
             Err(why) => {
-                return CallToolResponse::Complete(tool_result(&Envelope::error(
+                return CallToolResponse::Complete(self.result(&Envelope::error(
                     Code::InvalidInput,
                     &why,
                     "call the tool again without requestState to be asked afresh",
@@ -428,7 +471,7 @@ impl Server {
                 self.question_ttl,
             ) {
                 Some(r) => CallToolResponse::InputRequired(r),
-                None => CallToolResponse::Complete(tool_result(&Envelope::error(
+                None => CallToolResponse::Complete(self.result(&Envelope::error(
                     Code::Internal,
                     "whalebox could not build the question for the client",
                     "this is a whalebox bug; report it",
@@ -436,15 +479,26 @@ impl Server {
                 ))),
             };
         }
-        CallToolResponse::Complete(tool_result(&envelope))
+        CallToolResponse::Complete(self.result(&envelope))
     }
 }
 
-/// The MCP result of an envelope: its text as content, the whole envelope as
-/// `structuredContent`, `isError` when it is not ok.
-fn tool_result(envelope: &Envelope) -> CallToolResult {
+/// Where every result carries the whole envelope, in `_meta`: clients hand the model
+/// `content` (and Claude Code and Codex hand it `structuredContent` when there is one),
+/// never `_meta`, so programs read codes and data there without the model paying for it.
+pub const ENVELOPE_META_KEY: &str = "whalebox/envelope";
+
+/// The MCP result of an envelope: the text as content (an error's text led by its code,
+/// which clients do not otherwise show the model), the envelope in `_meta`, `isError`
+/// when it is not ok, and the envelope again as `structuredContent` when `structured`.
+fn tool_result(envelope: &Envelope, structured: bool) -> CallToolResult {
     let mut result = CallToolResult::default();
-    result.content = vec![ContentBlock::text(envelope.text.clone())];
+    let text = if envelope.ok {
+        envelope.text.clone()
+    } else {
+        format!("{}: {}", envelope.code, envelope.text)
+    };
+    result.content = vec![ContentBlock::text(text)];
     // An upstream tool's images, audio and resources pass through after the text.
     if let Some(blocks) = envelope.data["upstream_content"].as_array() {
         result.content.extend(
@@ -455,6 +509,14 @@ fn tool_result(envelope: &Envelope) -> CallToolResult {
         );
     }
     result.is_error = Some(!envelope.ok);
-    result.structured_content = serde_json::to_value(envelope).ok();
+    let whole = serde_json::to_value(envelope).ok();
+    if let Some(whole) = &whole {
+        let mut meta = Map::new();
+        meta.insert(ENVELOPE_META_KEY.into(), whole.clone());
+        result.meta = Some(rmcp::model::MetaObject(meta));
+    }
+    if structured {
+        result.structured_content = whole;
+    }
     result
 }

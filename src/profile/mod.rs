@@ -408,18 +408,44 @@ struct SkillsFile {
     dirs: Option<Vec<String>>,
 }
 
-/// `[output]`: limits on what one result shows the model.
+/// `[output]`: what one result shows the model, and how it is fitted to the client.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutputSection {
     /// Characters of `text` one result may show; head and tail are kept around a marker.
     pub max_chars: usize,
+    /// Also declare an `outputSchema` and send the envelope as `structuredContent`.
+    /// Off by default: Claude Code and Codex then hand the model that JSON instead of the
+    /// text. The envelope is always in the result's `_meta` (`whalebox/envelope`).
+    pub structured: bool,
+    /// Fit the limits to the client that connects (known by its MCP `clientInfo` name):
+    /// a result cap the client will not cut or spill to a file, a longest wait under its
+    /// tool timeout, the tool hints it honours. Off: the profile as written for everyone.
+    pub fit_to_client: bool,
+    /// Limits for clients by `clientInfo` name; they replace the built-in fit for that
+    /// client (and apply even with `fit_to_client = false`).
+    pub clients: std::collections::BTreeMap<String, ClientLimits>,
 }
 
 impl Default for OutputSection {
     fn default() -> Self {
-        OutputSection { max_chars: 30_000 }
+        OutputSection {
+            max_chars: 30_000,
+            structured: false,
+            fit_to_client: true,
+            clients: std::collections::BTreeMap::new(),
+        }
     }
+}
+
+/// `[output.clients."NAME"]`: one client's limits; what is left out comes from the profile.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientLimits {
+    /// Characters of `text` one result may show this client.
+    pub max_chars: Option<usize>,
+    /// The longest wait a call from this client may ask for (at most 50000).
+    pub max_yield_ms: Option<u64>,
 }
 
 /// `[edit]`: how the edit group guards files.
@@ -880,6 +906,22 @@ impl Profile {
                 raw.output.max_chars
             )));
         }
+        for (client, limits) in &raw.output.clients {
+            if let Some(chars) = limits.max_chars
+                && chars < MIN_MAX_CHARS
+            {
+                return Err(invalid(format!(
+                    "output.clients.\"{client}\".max_chars = {chars} is too small to show anything useful; use at least {MIN_MAX_CHARS}"
+                )));
+            }
+            if let Some(ms) = limits.max_yield_ms
+                && ms > YIELD_CEILING_MS
+            {
+                return Err(invalid(format!(
+                    "output.clients.\"{client}\".max_yield_ms = {ms} is above {YIELD_CEILING_MS}; use at most {YIELD_CEILING_MS}"
+                )));
+            }
+        }
         let mut shell = raw.shell;
         shell.check(&mut warnings).map_err(&invalid)?;
         if let Some(z) = shell.zsh.take() {
@@ -1171,6 +1213,32 @@ mod tests {
                 .iter()
                 .any(|p| p.kind == Kind::Cache && p.path.ends_with("go-build"))
         );
+    }
+
+    #[test]
+    fn client_limits_parse_and_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = parse(
+            "[output]\nstructured = true\nfit_to_client = false\n[output.clients.\"codex-mcp-client\"]\nmax_yield_ms = 55000\n",
+            dir.path(),
+        );
+        let msg = p.unwrap_err().to_string();
+        assert!(msg.contains("max_yield_ms = 55000 is above 50000"), "{msg}");
+        let p = parse(
+            "[output]\nstructured = true\n[output.clients.\"my-agent\"]\nmax_chars = 8000\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert!(p.output.structured && p.output.fit_to_client);
+        assert_eq!(p.output.clients["my-agent"].max_chars, Some(8000));
+        let msg = parse("[output.clients.x]\nmax_chars = 10\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("too small"), "{msg}");
+        let msg = parse("[output.clients.x]\nmax_char = 1000\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("max_char"), "{msg}");
     }
 
     #[test]

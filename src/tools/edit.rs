@@ -384,7 +384,7 @@ fn apply_steps(
         ));
     }
     let applied_at = Instant::now();
-    let budget = env.profile.output.max_chars.saturating_sub(SUMMARY_RESERVE);
+    let budget = env.limits.max_chars().saturating_sub(SUMMARY_RESERVE);
     let (diff_text, stats) =
         diff::unified_changed(&loaded.doc.text, &text, &changes, &shown, budget);
     let diffed_at = Instant::now();
@@ -742,7 +742,7 @@ impl Write {
             Expect::Bytes(loaded.bytes()),
             new_bytes,
         )?;
-        let budget = env.profile.output.max_chars.saturating_sub(SUMMARY_RESERVE);
+        let budget = env.limits.max_chars().saturating_sub(SUMMARY_RESERVE);
         let (diff_text, stats) = diff::unified(&loaded.doc.text, content, &shown, budget);
         let text = format!(
             "Overwrote {shown} ({} bytes; kept encoding {} and {} line endings).\n{diff_text}",

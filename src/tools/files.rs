@@ -178,7 +178,7 @@ impl ReadFile {
         }
         // Stop adding lines before the envelope cap would cut the listing in the middle;
         // the footer then says where to continue.
-        let budget = self.env.profile.output.max_chars.saturating_sub(400);
+        let budget = self.env.limits.max_chars().saturating_sub(400);
         let mut text = String::new();
         let mut shown_chars = 0usize;
         let mut last = first - 1;

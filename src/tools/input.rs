@@ -359,6 +359,14 @@ impl RequestUserInput {
                 "the person dismissed the question without answering",
                 "go on without the answer, or ask again later if it is really needed",
             )),
+            Answer::Unread { .. } => Err(ToolError::new(
+                Code::Unsupported,
+                answer.unread_reason().unwrap_or_default(),
+                format!(
+                    "nobody is there to ask: go on without the answer, and put the question in your reply:\n{}",
+                    listed(&qs)
+                ),
+            )),
             Answer::Timeout => Err(ToolError::new(
                 Code::Timeout,
                 format!(

@@ -42,6 +42,8 @@ pub use todo::render as todos_text;
 #[derive(Debug)]
 pub struct Env {
     pub profile: Profile,
+    /// The profile's output and wait limits, as fitted to the client once it is known.
+    pub limits: Arc<crate::core::SessionLimits>,
     pub guard: PathGuard,
     pub skills: SkillIndex,
     /// What this session last read or wrote of each file.
@@ -106,10 +108,22 @@ pub struct PrivateDirs {
     pub run: PathBuf,
 }
 
+/// The longest $TMPDIR whose private directory still leaves room for socket names.
+const MAX_TMPDIR_FOR_SOCKETS: usize = 60;
+
 impl PrivateDirs {
     fn create() -> std::io::Result<PrivateDirs> {
         use std::os::unix::fs::PermissionsExt;
-        let root = tempfile::Builder::new().prefix("whalebox-").tempdir()?;
+        // The decision sockets live under `run`, and a Unix socket's path must fit in
+        // sun_path (108 bytes): under a long $TMPDIR (macOS-style, a CI runner's, a test's)
+        // they could not be bound, so such a TMPDIR is passed over for /tmp.
+        let mut base = std::env::temp_dir();
+        if base.as_os_str().len() > MAX_TMPDIR_FOR_SOCKETS {
+            base = PathBuf::from("/tmp");
+        }
+        let root = tempfile::Builder::new()
+            .prefix("whalebox-")
+            .tempdir_in(&base)?;
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o700))?;
         let tmp = root.path().join("tmp");
         let run = root.path().join("run");
@@ -183,8 +197,14 @@ impl Env {
             ))
         })?;
         let board = board::Board::new(profile.todo.file.clone());
+        let limits = Arc::new(crate::core::SessionLimits::new(
+            profile.output.max_chars,
+            profile.shell.max_yield_ms,
+            profile.shell.default_yield_ms,
+        ));
         let mut env = Env {
             profile,
+            limits,
             guard,
             skills,
             ledger: Ledger::default(),
@@ -573,8 +593,8 @@ pub fn build_session(
             });
         }
     }
-    let mut registry = Registry::new(profile.output.max_chars);
     let env = Arc::new(Env::new(profile, session)?);
+    let mut registry = Registry::new(Arc::clone(&env.limits));
     for group in GROUPS {
         if env.profile.tools.iter().any(|g| g == group.name) {
             (group.register)(&env, &mut registry)?;

@@ -493,7 +493,7 @@ impl Grep {
             );
             return Ok(ToolOutput::new(text, data));
         }
-        let budget = self.env.profile.output.max_chars.saturating_sub(400);
+        let budget = self.env.limits.max_chars().saturating_sub(400);
         let (rows, shown_units, unit) = match a.output_mode {
             OutputMode::FilesWithMatches => {
                 let rows: Vec<String> = files
@@ -729,7 +729,7 @@ impl SearchFiles {
             .take(max_results)
             .map(|(p, is_dir)| if *is_dir { format!("{p}/") } else { p.clone() })
             .collect();
-        let budget = self.env.profile.output.max_chars.saturating_sub(400);
+        let budget = self.env.limits.max_chars().saturating_sub(400);
         let (mut text, shown) = fit_rows(&rows, budget);
         let data = json!({
             "pattern": a.pattern,

@@ -96,7 +96,7 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
         output.push_str(&decode(&chunk.bytes[chunk.gap_at..]));
     }
     // Leave room under the registry's cap for the status and diagnoses.
-    let room = env.profile.output.max_chars.saturating_sub(1500).max(200);
+    let room = env.limits.max_chars().saturating_sub(1500).max(200);
     let (output, cut) = cap_output(&output, room);
 
     let (code, signal) = match exit {
@@ -289,7 +289,7 @@ impl Tool for ShellRun {
     }
 
     fn description(&self) -> String {
-        let s = &self.env.profile.shell;
+        let limits = &self.env.limits;
         format!(
             "Run a command line with the shell, in the workspace or `cwd` inside it. Waits up to \
              `yield_time_ms` (default {}, at most {}): a finished command answers with its exit \
@@ -299,7 +299,8 @@ impl Tool for ShellRun {
              one: sudo, ssh, editors, pagers, REPLs), pipe, or pty. Output is bounded: long \
              output keeps its start and end. The environment is clean (PAGER=cat, NO_COLOR=1); \
              pass variables in `env`.",
-            s.default_yield_ms, s.max_yield_ms
+            limits.default_yield_ms(),
+            limits.max_yield_ms()
         )
     }
 
@@ -421,11 +422,12 @@ impl ShellRun {
             Some(zsh) => zsh,
             None => plain_shell()?,
         };
-        let requested = a.yield_time_ms.unwrap_or(cfg.default_yield_ms);
-        let yield_ms = requested.min(cfg.max_yield_ms);
+        let limits = &env.limits;
+        let requested = a.yield_time_ms.unwrap_or(limits.default_yield_ms());
+        let yield_ms = requested.min(limits.max_yield_ms());
         if requested > yield_ms {
             notes.push(format!(
-                "yield_time_ms {requested} was clamped to {yield_ms} (the profile's cap; clients time out at 60 s)"
+                "yield_time_ms {requested} was clamped to {yield_ms} (this session's cap, under the client's tool timeout); the command goes on: shell_wait for more"
             ));
         }
         if a.mode == ModeArg::Auto
@@ -587,7 +589,7 @@ impl Tool for ShellWait {
             "Wait for a task shell_run started, until it exits or `timeout_ms` passes (default \
              and maximum {} ms). Returns the output produced since the last read, the status, \
              and the exit code once it ended.",
-            self.env.profile.shell.max_yield_ms
+            self.env.limits.max_yield_ms()
         )
     }
 
@@ -611,7 +613,7 @@ impl Tool for ShellWait {
         Box::pin(async move {
             let a: WaitArgs = args(input)?;
             let task = find_task(&self.env, &a.task_id)?;
-            let cap = self.env.profile.shell.max_yield_ms;
+            let cap = self.env.limits.max_yield_ms();
             let requested = a.timeout_ms.unwrap_or(cap);
             let mut notes = Vec::new();
             if requested > cap {

@@ -93,6 +93,18 @@ fn url_of(raw: &str) -> Result<Url, ToolError> {
     })
 }
 
+/// A first request to a host that nobody answered the question about.
+fn unanswered(url: &Url, host: &str, answer: &crate::core::Answer) -> ToolError {
+    let why = answer
+        .unread_reason()
+        .unwrap_or_else(|| "no one answered in time".into());
+    denied(
+        url,
+        &format!("{host} needs a person's yes, and {why}"),
+        "fetch a host allowed already, or put the request in your reply for the person",
+    )
+}
+
 fn denied(url: &Url, why: &str, how: &str) -> ToolError {
     ToolError::new(Code::UrlDenied, format!("refused {url}: {why}"), how)
         .with_data(json!({"url": url.as_str()}))
@@ -109,9 +121,8 @@ impl Web {
 
     fn default_length(&self) -> usize {
         self.env
-            .profile
-            .output
-            .max_chars
+            .limits
+            .max_chars()
             .saturating_sub(1000)
             .clamp(500, 20_000)
     }
@@ -137,21 +148,22 @@ impl Web {
             && let Some(host) = r.state["host"].as_str()
         {
             match approval_of(&r.answer) {
-                Approval::Once => {
+                Some(Approval::Once) => {
                     this_call.insert(host.to_string());
                 }
-                Approval::Session => {
+                Some(Approval::Session) => {
                     if let Ok(mut a) = self.approved.lock() {
                         a.insert(host.to_string());
                     }
                 }
-                Approval::Deny => {
+                Some(Approval::Deny) => {
                     return Err(denied(
                         &url,
                         &format!("the person did not allow {host}"),
                         "fetch another host, or ask the person why",
                     ));
                 }
+                None => return Err(unanswered(&url, host, &r.answer)),
             }
         }
         let timeout = Duration::from_millis(cfg.timeout_ms);
@@ -203,23 +215,27 @@ impl Web {
                         };
                         let form = approval_form(&question);
                         match &ctx.ask {
-                            Asking::Now(asker) => match approval_of(&asker(form, timeout).await) {
-                                Approval::Once => {
-                                    this_call.insert(host);
-                                }
-                                Approval::Session => {
-                                    if let Ok(mut a) = self.approved.lock() {
-                                        a.insert(host);
+                            Asking::Now(asker) => {
+                                let answer = asker(form, timeout).await;
+                                match approval_of(&answer) {
+                                    Some(Approval::Once) => {
+                                        this_call.insert(host);
                                     }
+                                    Some(Approval::Session) => {
+                                        if let Ok(mut a) = self.approved.lock() {
+                                            a.insert(host);
+                                        }
+                                    }
+                                    Some(Approval::Deny) => {
+                                        return Err(denied(
+                                            &at,
+                                            &format!("the person did not allow {host}"),
+                                            "fetch another host, or ask the person why",
+                                        ));
+                                    }
+                                    None => return Err(unanswered(&at, &host, &answer)),
                                 }
-                                Approval::Deny => {
-                                    return Err(denied(
-                                        &at,
-                                        &format!("the person did not allow {host}"),
-                                        "fetch another host, or ask the person why",
-                                    ));
-                                }
-                            },
+                            }
                             Asking::Retry(_) => {
                                 return Err(input_required(form, json!({"host": host})));
                             }

@@ -306,6 +306,6 @@ async def test_snippet_starts_whalebox_to_initialize(snippet, whalebox_bin, tmp_
         assert c.server_info.name == "whalebox"
         listed = {t.name for t in (await c.list_tools()).tools}
         assert listed == TOOLS, f"{snippet.where()}: tools {sorted(listed)}"
-        envelope = (await c.call_tool("read_file", {"file_path": "MARKER.txt"})).structured_content
+        envelope = (await c.call_tool("read_file", {"file_path": "MARKER.txt"})).meta["whalebox/envelope"]
         assert envelope["ok"], envelope["text"]
         assert MARKER.strip() in envelope["text"], f"{snippet.where()}: served the wrong directory: {envelope['text']!r}"

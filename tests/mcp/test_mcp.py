@@ -30,11 +30,18 @@ def client(binary: str, workspace: pathlib.Path, mode: str) -> Client:
     return Client(params, mode=mode, read_timeout_seconds=30)
 
 
+ENVELOPE_META = "whalebox/envelope"
+
+
 def envelope(result) -> dict:
-    env = result.structured_content
-    assert env is not None, "every result carries the envelope as structuredContent"
+    """The envelope every result carries in `_meta`, checked against what the model reads:
+    the text as content (an error's led by its code), no structuredContent by default."""
+    assert result.structured_content is None, "no structuredContent unless the profile asks"
+    env = (result.meta or {}).get(ENVELOPE_META)
+    assert env is not None, f"every result carries the envelope in _meta[{ENVELOPE_META!r}]"
     assert set(env) == {"ok", "code", "text", "data", "repairs"}
-    assert result.content[0].text == env["text"], "content is the envelope's text"
+    shown = env["text"] if env["ok"] else f"{env['code']}: {env['text']}"
+    assert result.content[0].text == shown, "content is the envelope's text, an error's led by its code"
     assert result.is_error == (not env["ok"])
     return env
 
@@ -58,9 +65,29 @@ async def test_lists_tools_with_schemas_and_annotations(whalebox_bin, workspace,
             assert tool.annotations.read_only_hint is read_only, tool.name
             assert tool.annotations.destructive_hint is destructive, tool.name
             assert tool.annotations.open_world_hint is False
-            assert tool.output_schema["required"] == ["ok", "code", "text", "data", "repairs"]
+            assert tool.output_schema is None, "no outputSchema unless the profile asks"
+            assert tool.meta is None, "no client hints for a client whalebox does not know"
         assert tools["read_file"].input_schema["required"] == ["file_path"]
         assert "release: Cut a release" in tools["load_skill"].description
+
+
+@pytest.mark.anyio
+async def test_structured_output_when_the_profile_asks(whalebox_bin, workspace):
+    """`[output] structured = true`: an outputSchema on every tool and the envelope as
+    structuredContent too (for clients that show it to no model)."""
+    profile = workspace.parent / "structured.toml"
+    profile.write_text("[output]\nstructured = true\n")
+    params = StdioServerParameters(
+        command=whalebox_bin,
+        args=["serve", "--workspace", str(workspace), "--profile", str(profile)],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(workspace.parent), "RUST_LOG": "warn"},
+    )
+    async with Client(params, mode="legacy", read_timeout_seconds=30) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert tools["edit"].output_schema["required"] == ["ok", "code", "text", "data", "repairs"]
+        result = await c.call_tool("edit", {"file_path": "README.md", "search": "absent", "replace": "x"})
+        assert result.structured_content == result.meta[ENVELOPE_META]
+        assert result.content[0].text.startswith("search_not_found: ")
 
 
 @pytest.mark.anyio
@@ -185,7 +212,8 @@ def test_initialize_2025_06_18_and_arguments_sent_as_a_string(whalebox_bin, work
     stringified = responses[2]["result"]
     assert "resultType" not in stringified, "no 2026 fields on a 2025 session"
     assert stringified["isError"] is False
-    assert stringified["structuredContent"]["repairs"][0]["kind"] == "stringified_arguments"
+    assert "structuredContent" not in stringified
+    assert stringified["_meta"][ENVELOPE_META]["repairs"][0]["kind"] == "stringified_arguments"
     assert responses[3]["result"]["content"][0]["text"] == "src/lib.rs:1:pub fn answer() -> u32 {\n"
 
 

@@ -174,6 +174,8 @@ async def test_request_user_input_answered_declined_cancelled(whalebox_bin, work
 
     async def on_elicit(context, params):
         seen.append(params)
+        # A person takes time to read the question; a client with nobody at it does not.
+        await asyncio.sleep(reply.get("delay", 0))
         return reply["result"]
 
     profile = tmp_path / "p.toml"
@@ -200,10 +202,20 @@ async def test_request_user_input_answered_declined_cancelled(whalebox_bin, work
         env = await call(c, "request_user_input", {"questions": json.dumps(QUESTIONS["questions"][2:])})
         assert env["ok"] and env["repairs"][0]["kind"] == "stringified_array", env
 
+        reply["delay"] = 1.2
         reply["result"] = types.ElicitResult(action="decline")
         assert (await call(c, "request_user_input", QUESTIONS))["code"] == "declined"
         reply["result"] = types.ElicitResult(action="cancel")
         assert (await call(c, "request_user_input", QUESTIONS))["code"] == "cancelled"
+
+        # Dismissed at once (claude -p cancels, codex exec declines): nobody answered.
+        reply["delay"] = 0
+        for action, said in (("decline", "declined"), ("cancel", "cancelled")):
+            reply["result"] = types.ElicitResult(action=action)
+            env = await call(c, "request_user_input", QUESTIONS)
+            assert env["code"] == "unsupported", env
+            assert env["text"].startswith(f"no one answered: the client {said} the question itself"), env
+            assert "Which features?" in env["text"], "the questions, to put in the reply"
 
         asked = len(seen)
         for bad in ({"questions": QUESTIONS["questions"] + [{"id": "x", "question": "?"}]},
