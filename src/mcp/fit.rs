@@ -21,6 +21,9 @@ struct Known {
     max_yield_ms: Option<u64>,
     /// It reads Claude Code's `anthropic/*` tool hints.
     anthropic_hints: bool,
+    /// It starts the server with its own environment, where these variables (when set)
+    /// lower its limits: the largest result in tokens, and the tool timeout in ms.
+    env_limits: Option<(&'static str, &'static str)>,
 }
 
 const KNOWN: &[Known] = &[
@@ -33,6 +36,7 @@ const KNOWN: &[Known] = &[
         max_chars: None,
         max_yield_ms: None,
         anthropic_hints: true,
+        env_limits: Some(("MAX_MCP_OUTPUT_TOKENS", "MCP_TOOL_TIMEOUT")),
     },
     // Codex CLI 0.171: for a model it has no metadata for, a result is cut to about
     // 12,000 characters in the middle, with its own marker (tests/clients); its default
@@ -42,6 +46,9 @@ const KNOWN: &[Known] = &[
         max_chars: Some(9_000),
         max_yield_ms: Some(45_000),
         anthropic_hints: false,
+        // Codex passes the server only a few variables; its `tool_timeout_sec` is in its
+        // config, out of sight: `[output.clients."codex-mcp-client"]` follows it.
+        env_limits: None,
     },
 ];
 
@@ -57,8 +64,20 @@ pub struct Fit {
     pub source: &'static str,
 }
 
-/// The fit for the client named `client` (empty when the client gave no name).
-pub fn fit_for(client: &str, output: &OutputSection, shell: &ShellSection) -> Fit {
+/// A token is at least this many characters of whalebox's text (code and prose run
+/// 3.5 to 4), so a cap of tokens × 3 characters stays under a token limit.
+const CHARS_PER_TOKEN_FLOOR: usize = 3;
+/// A wait ends this long before the client's tool timeout.
+const TIMEOUT_MARGIN_MS: u64 = 10_000;
+
+/// The fit for the client named `client` (empty when the client gave no name);
+/// `var` reads this server's environment (the client's, for clients that pass it on).
+pub fn fit_for(
+    client: &str,
+    output: &OutputSection,
+    shell: &ShellSection,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Fit {
     let mut fit = Fit {
         client: client.to_string(),
         max_chars: output.max_chars,
@@ -80,6 +99,17 @@ pub fn fit_for(client: &str, output: &OutputSection, shell: &ShellSection) -> Fi
                 .insert("anthropic/alwaysLoad".into(), json!(true));
         }
         fit.source = "the built-in fit for this client";
+        if let Some((tokens_var, timeout_var)) = k.env_limits {
+            let number = |name: &str| var(name).and_then(|v| v.trim().parse::<u64>().ok());
+            if let Some(tokens) = number(tokens_var).filter(|t| *t > 0) {
+                let chars = (tokens as usize).saturating_mul(CHARS_PER_TOKEN_FLOOR);
+                fit.max_chars = fit.max_chars.min(chars.max(MIN_FITTED_CHARS));
+            }
+            if let Some(timeout) = number(timeout_var).filter(|t| *t >= 1_000) {
+                let wait = timeout.saturating_sub(TIMEOUT_MARGIN_MS).max(timeout / 2);
+                fit.max_yield_ms = fit.max_yield_ms.min(wait);
+            }
+        }
     }
     if let Some(own) = output.clients.get(client) {
         fit.max_chars = own.max_chars.unwrap_or(fit.max_chars);
@@ -98,6 +128,9 @@ pub fn fit_for(client: &str, output: &OutputSection, shell: &ShellSection) -> Fi
     fit
 }
 
+/// Whatever a client's variables say, a result shows at least this much.
+const MIN_FITTED_CHARS: usize = 1_000;
+
 /// The size above which Claude Code 2.1 spills a result to a file.
 const CLAUDE_SPILL_DEFAULT: usize = 50_000;
 
@@ -106,6 +139,10 @@ mod tests {
     use super::*;
     use crate::profile::ClientLimits;
 
+    fn no_vars(_: &str) -> Option<String> {
+        None
+    }
+
     fn sections() -> (OutputSection, ShellSection) {
         (OutputSection::default(), ShellSection::default())
     }
@@ -113,7 +150,7 @@ mod tests {
     #[test]
     fn an_unknown_client_gets_the_profile() {
         let (out, shell) = sections();
-        let fit = fit_for("some-agent", &out, &shell);
+        let fit = fit_for("some-agent", &out, &shell, &no_vars);
         assert_eq!(fit.max_chars, out.max_chars);
         assert_eq!(fit.max_yield_ms, shell.max_yield_ms);
         assert!(fit.tool_meta.is_empty());
@@ -122,7 +159,7 @@ mod tests {
     #[test]
     fn codex_gets_a_cap_below_its_cut_and_a_wait_below_its_timeout() {
         let (out, shell) = sections();
-        let fit = fit_for("codex-mcp-client", &out, &shell);
+        let fit = fit_for("codex-mcp-client", &out, &shell, &no_vars);
         assert!(fit.max_chars < out.max_chars);
         assert!(fit.max_yield_ms <= 45_000);
         assert!(fit.tool_meta.is_empty());
@@ -131,20 +168,41 @@ mod tests {
     #[test]
     fn claude_code_gets_its_hints() {
         let (out, shell) = sections();
-        let fit = fit_for("claude-code", &out, &shell);
+        let fit = fit_for("claude-code", &out, &shell, &no_vars);
         assert_eq!(fit.tool_meta["anthropic/alwaysLoad"], json!(true));
         assert_eq!(fit.tool_meta["anthropic/maxResultSizeChars"], json!(50_000));
         let mut big = out.clone();
         big.max_chars = 80_000;
-        let fit = fit_for("claude-code", &big, &shell);
+        let fit = fit_for("claude-code", &big, &shell, &no_vars);
         assert_eq!(fit.tool_meta["anthropic/maxResultSizeChars"], json!(82_000));
+    }
+
+    #[test]
+    fn claude_codes_own_variables_lower_the_limits() {
+        let (out, shell) = sections();
+        let vars = |name: &str| match name {
+            "MAX_MCP_OUTPUT_TOKENS" => Some("5000".to_string()),
+            "MCP_TOOL_TIMEOUT" => Some("30000".to_string()),
+            _ => None,
+        };
+        let fit = fit_for("claude-code", &out, &shell, &vars);
+        assert_eq!(fit.max_chars, 15_000);
+        assert_eq!(fit.max_yield_ms, 20_000);
+        // Codex does not pass its environment on: the same variables mean nothing there.
+        let fit = fit_for("codex-mcp-client", &out, &shell, &vars);
+        assert_eq!(fit.max_chars, 9_000);
+        let tiny = |name: &str| (name == "MCP_TOOL_TIMEOUT").then(|| "4000".to_string());
+        assert_eq!(
+            fit_for("claude-code", &out, &shell, &tiny).max_yield_ms,
+            2_000
+        );
     }
 
     #[test]
     fn the_profile_turns_the_fit_off_and_its_entries_win() {
         let (mut out, shell) = sections();
         out.fit_to_client = false;
-        let fit = fit_for("codex-mcp-client", &out, &shell);
+        let fit = fit_for("codex-mcp-client", &out, &shell, &no_vars);
         assert_eq!(fit.max_chars, out.max_chars);
         out.clients.insert(
             "codex-mcp-client".into(),
@@ -153,7 +211,7 @@ mod tests {
                 max_yield_ms: None,
             },
         );
-        let fit = fit_for("codex-mcp-client", &out, &shell);
+        let fit = fit_for("codex-mcp-client", &out, &shell, &no_vars);
         assert_eq!(fit.max_chars, 5_000);
         assert_eq!(fit.max_yield_ms, shell.max_yield_ms);
     }

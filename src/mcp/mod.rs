@@ -392,7 +392,12 @@ impl Server {
                 .map(|i| i.name)
                 .or_else(|| context.peer.peer_info().map(|p| p.client_info.name.clone()))
                 .unwrap_or_default();
-            let fit = fit::fit_for(&client, &self.env.profile.output, &self.env.profile.shell);
+            let fit = fit::fit_for(
+                &client,
+                &self.env.profile.output,
+                &self.env.profile.shell,
+                &|name| std::env::var(name).ok(),
+            );
             self.env.limits.set(fit.max_chars, fit.max_yield_ms);
             tracing::info!(
                 client = %fit.client,

@@ -89,6 +89,20 @@ def test_a_large_result_is_cut_by_whalebox_not_by_the_client(client, workspace):
     assert len(text) <= limit, len(text)
 
 
+def test_claude_codes_own_limits_are_followed(claude, workspace):
+    """Claude Code starts whalebox with its environment: MAX_MCP_OUTPUT_TOKENS and
+    MCP_TOOL_TIMEOUT, when set, lower the result cap (3 characters a token) and the longest
+    wait (10 s under the timeout), and the tools' descriptions say so."""
+    (workspace / "big.txt").write_text("".join(f"line {i:05} " + "x" * 38 + "\n" for i in range(1, 1201)))
+    script = [[{"tool": "read_file", "args": {"file_path": "big.txt"}}], "Done."]
+    t = ok_run(claude(workspace, script, env={"MAX_MCP_OUTPUT_TOKENS": "3000", "MCP_TOOL_TIMEOUT": "40000"}))
+    text = t.tool_results[0].text
+    assert len(text) <= 9_000 and re.search(r"offset=\d+", text), t.dump()
+    assert "persisted-output" not in text and "exceeds maximum allowed tokens" not in text, t.dump()
+    tools = {x["name"]: x for x in t.model_requests[0].body["tools"]}
+    assert "at most 30000" in tools["mcp__whalebox__shell_run"]["description"], t.dump()
+
+
 def test_a_long_command_answers_with_a_task_and_its_wait(client, workspace):
     name, run = client
     script = [
