@@ -318,6 +318,10 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         "policy": env.profile.policy.as_ref().map(|p| p.display().to_string())
             .unwrap_or_else(|| "embedded default".into()),
         "presets": env.profile.landlock.presets,
+        "git": env.profile.git,
+        "presets_auto": env.profile.landlock.presets_auto.as_ref().map(|found| {
+            found.iter().map(|(p, marker)| json!({"preset": p, "marker": marker})).collect::<Vec<_>>()
+        }),
         "preset_paths": env.profile.landlock.preset_paths,
     });
     if as_json {
@@ -334,10 +338,28 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         );
     }
     println!("tmpdir:     {} (private, 0700)", env.private.tmp.display());
+    if let Some(linked) = &env.profile.git.linked {
+        let root = linked.read_root().display();
+        match env.profile.git.main_worktree {
+            whalebox::profile::MainWorktree::Read => println!(
+                "git:        a linked worktree of {root}: read-only; git may write {} \
+                 ([git] main_worktree = \"read\")",
+                linked
+                    .commit_paths()
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            whalebox::profile::MainWorktree::Off => println!(
+                "git:        a linked worktree of {root}, closed ([git] main_worktree = \"off\"): \
+                 git fails here"
+            ),
+        }
+    }
     let l = &env.profile.landlock;
+    println!("presets:    {}", presets_line(l));
     if !l.presets.is_empty() {
-        let names: Vec<&str> = l.presets.iter().map(|p| p.name()).collect();
-        println!("presets:    {}", names.join(", "));
         for p in &l.preset_paths {
             println!(
                 "            {:<6} {:<16} {} ({}{})",
@@ -384,6 +406,32 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The presets on and why: listed by the profile, or found by `presets = "auto"`.
+fn presets_line(l: &whalebox::profile::LandlockSection) -> String {
+    match &l.presets_auto {
+        Some(found) if found.is_empty() => {
+            "none (auto: no Cargo.toml, package.json, pyproject.toml, requirements*.txt, go.mod \
+             or flake.nix at the top of the workspace)"
+                .into()
+        }
+        Some(found) => format!(
+            "{} (auto, from the workspace)",
+            found
+                .iter()
+                .map(|(p, marker)| format!("{p} ({marker})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None if l.presets.is_empty() => "none (the profile lists none)".into(),
+        None => l
+            .presets
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 fn with_runtime(job: impl std::future::Future<Output = ExitCode>) -> ExitCode {
@@ -526,6 +574,9 @@ fn setup_with(options: &LoadOptions, session: Session) -> Result<(Registry, Arc<
     })?;
     for warning in &profile.warnings {
         tracing::warn!("{}: {warning}", profile.source_name());
+    }
+    if profile.landlock.mode != whalebox::profile::LandlockMode::Off {
+        tracing::info!("toolchain presets: {}", presets_line(&profile.landlock));
     }
     tools::build_session(profile, session).map_err(|e| {
         eprintln!("whalebox: profile error: {e}");

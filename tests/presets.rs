@@ -337,7 +337,7 @@ fn rust_preset_lets_cargo_build_a_crate_with_a_registry_dependency() {
     let without = profile(
         &f,
         "without.toml",
-        &format!("rox = [\"{}\"]\n", toolchain.display()),
+        &format!("presets = []\nrox = [\"{}\"]\n", toolchain.display()),
     );
     let out = run(&f, &without, &env, &["cargo", "build"]);
     assert_eq!(out.status.code(), Some(101), "{}", show(&out));
@@ -352,7 +352,8 @@ fn rust_preset_lets_cargo_build_a_crate_with_a_registry_dependency() {
         "[registry]\ntoken = \"never-readable\"\n",
     )
     .unwrap();
-    let with = profile(&f, "with.toml", &format!("presets = [\"rust\"]\n{rox}"));
+    // With it, chosen by `presets = "auto"` (the default) from the workspace's Cargo.toml.
+    let with = profile(&f, "with.toml", &rox);
     let out = run(&f, &with, &env, &["cargo", "run", "-q"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "answer 42\n");
@@ -452,7 +453,7 @@ fn node_preset_lets_npm_ci_fill_its_cache() {
     ];
     let npm_ci = ["npm", "ci", "--no-audit", "--no-fund"];
 
-    let without = profile(&f, "without.toml", "");
+    let without = profile(&f, "without.toml", "presets = []\n");
     let out = run(&f, &without, &env, &npm_ci);
     assert_ne!(out.status.code(), Some(0), "{}", show(&out));
     assert_hint(&out, &f.home.join(".npm"), "node", &without);
@@ -524,7 +525,7 @@ fn python_preset_gives_pip_in_a_workspace_venv_its_cache() {
     let without = profile(
         &f,
         "without.toml",
-        "[shell.env]\nPIP_CONFIG_FILE = \"/dev/null\"\n",
+        "presets = []\n[shell.env]\nPIP_CONFIG_FILE = \"/dev/null\"\n",
     );
     let out = Command::new(common::bin())
         .args(["call", "shell_run", "--args"])
@@ -621,7 +622,7 @@ fn go_preset_lets_go_test_fill_its_build_and_module_caches() {
         ("GOTOOLCHAIN", "local"),
     ];
 
-    let without = profile(&f, "without.toml", "");
+    let without = profile(&f, "without.toml", "presets = []\n");
     let out = run(&f, &without, &env, &["go", "test", "./..."]);
     assert_ne!(out.status.code(), Some(0), "{}", show(&out));
     // Go stops at the first cache it cannot make: the module cache (~/go on the way to
@@ -656,7 +657,7 @@ fn nix_preset_grants_profiles_and_eval_works() {
     }
     let f = Fixture::new();
     let profiles = Path::new("/nix/var/nix/profiles");
-    let without = profile(&f, "without.toml", "");
+    let without = profile(&f, "without.toml", "presets = []\n");
     let with = profile(&f, "with.toml", "presets = [\"nix\"]\n");
     if profiles.is_dir() {
         let out = run(&f, &without, &[], &["ls", "/nix/var/nix/profiles"]);

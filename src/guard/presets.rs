@@ -497,6 +497,120 @@ impl Preset {
     }
 }
 
+impl Preset {
+    /// Files at the top of a workspace that say it uses this preset's toolchain.
+    pub fn markers(self) -> &'static [&'static str] {
+        match self {
+            Preset::Rust => &["Cargo.toml"],
+            Preset::Node => &["package.json"],
+            Preset::Python => &[
+                "pyproject.toml",
+                "requirements.txt",
+                "requirements-dev.txt",
+                "setup.py",
+                "Pipfile",
+                "uv.lock",
+            ],
+            Preset::Go => &["go.mod"],
+            Preset::Nix => &["flake.nix", "default.nix", "shell.nix"],
+        }
+    }
+}
+
+/// The presets `presets = "auto"` turns on for `workspace`, each with the marker file
+/// that chose it: a marker at the top of the workspace (and `requirements*.txt` for
+/// Python). Only the top: a directory deep in a tree says little about the build.
+pub fn detect(workspace: &Path) -> Vec<(Preset, String)> {
+    let mut found = Vec::new();
+    for preset in Preset::ALL.iter().copied() {
+        let marker = preset
+            .markers()
+            .iter()
+            .map(|m| m.to_string())
+            .find(|m| workspace.join(m).is_file())
+            .or_else(|| {
+                (preset == Preset::Python)
+                    .then(|| requirements_file(workspace))
+                    .flatten()
+            });
+        if let Some(marker) = marker {
+            found.push((preset, marker));
+        }
+    }
+    found
+}
+
+fn requirements_file(workspace: &Path) -> Option<String> {
+    let mut names: Vec<String> = std::fs::read_dir(workspace)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("requirements") && n.ends_with(".txt"))
+        .collect();
+    names.sort();
+    names.into_iter().next()
+}
+
+/// `[landlock] presets`: "auto" (from the workspace's marker files) or a list.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum PresetChoice {
+    #[default]
+    Auto,
+    List(Vec<Preset>),
+}
+
+impl<'de> Deserialize<'de> for PresetChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Choice;
+        impl<'de> serde::de::Visitor<'de> for Choice {
+            type Value = PresetChoice;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\" or a list of presets")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PresetChoice, E> {
+                if v == "auto" {
+                    Ok(PresetChoice::Auto)
+                } else {
+                    Err(E::custom(format!(
+                        "[landlock] presets: {v:?} is neither \"auto\" nor a list; write presets = \"auto\" or presets = [{}]",
+                        Preset::ALL
+                            .iter()
+                            .map(|p| format!("{:?}", p.name()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )))
+                }
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<PresetChoice, A::Error> {
+                let mut list = Vec::new();
+                while let Some(p) = seq.next_element::<Preset>()? {
+                    list.push(p);
+                }
+                Ok(PresetChoice::List(list))
+            }
+        }
+        d.deserialize_any(Choice)
+    }
+}
+
+impl JsonSchema for PresetChoice {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PresetChoice".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let preset = generator.subschema_for::<Preset>();
+        schemars::json_schema!({
+            "anyOf": [
+                {"const": "auto", "description": "the presets whose marker files the workspace holds"},
+                {"type": "array", "items": preset}
+            ]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Preset {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let name = String::deserialize(d)?;

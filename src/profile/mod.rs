@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::guard::presets::{self, Excluded, Kind, Preset, PresetPath};
+use crate::guard::presets::{self, Excluded, Kind, Preset, PresetChoice, PresetPath};
 
 /// The embedded default profile, used when no `--profile` is given.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
@@ -77,6 +77,37 @@ struct ProfileFile {
     /// Upstream MCP servers whalebox starts (fenced) and fronts: the `mcp` group.
     #[serde(default)]
     mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
+    #[serde(default)]
+    git: GitFile,
+}
+
+/// `[git]`: what a workspace in a git repository needs beyond itself.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GitFile {
+    /// When the workspace is a linked worktree (`git worktree add`): "read" (default)
+    /// makes the main worktree a read-only root and lets git write what a commit writes
+    /// in the shared `.git` (objects, refs, logs, this worktree's own directory); "off"
+    /// leaves it all closed (git then fails in the workspace).
+    #[serde(default)]
+    main_worktree: MainWorktree,
+}
+
+/// `[git] main_worktree`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MainWorktree {
+    #[default]
+    Read,
+    Off,
+}
+
+/// The effective `[git]`: the setting, and the linked worktree it applied to.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GitSection {
+    pub main_worktree: MainWorktree,
+    /// Set when the workspace is a linked worktree (whatever the setting).
+    pub linked: Option<crate::guard::git::LinkedWorktree>,
 }
 
 /// `[mcp_servers.NAME]`: one upstream MCP server (stdio), in the keys Codex uses.
@@ -308,8 +339,10 @@ struct LandlockFile {
     /// are skipped with a warning) and configuration (read-only), honouring the
     /// ecosystem's variables (CARGO_HOME, RUSTUP_HOME, npm_config_cache, PIP_CACHE_DIR,
     /// UV_CACHE_DIR, XDG_CACHE_HOME, GOPATH, GOCACHE, GOMODCACHE …) as whalebox starts.
-    /// Never credentials (~/.cargo/credentials.toml, ~/.pypirc).
-    presets: Vec<Preset>,
+    /// Never credentials (~/.cargo/credentials.toml, ~/.pypirc). "auto" (the default):
+    /// the presets whose marker files (Cargo.toml, package.json, pyproject.toml,
+    /// requirements*.txt, go.mod, flake.nix …) are at the top of the workspace.
+    presets: PresetChoice,
     /// Skip a missing read root or extra path with a warning (false: an error).
     ignore_missing: bool,
 }
@@ -328,7 +361,7 @@ impl Default for LandlockFile {
                 .map(|d| d.to_string())
                 .collect(),
             rw: Vec::new(),
-            presets: Vec::new(),
+            presets: PresetChoice::Auto,
             ignore_missing: true,
         }
     }
@@ -386,6 +419,9 @@ pub struct LandlockSection {
     pub ignore_missing: bool,
     /// The presets turned on, in the order given (repeats dropped).
     pub presets: Vec<Preset>,
+    /// With `presets = "auto"`: the marker file that turned each one on (empty: none
+    /// found); None when the profile lists its presets.
+    pub presets_auto: Option<Vec<(Preset, String)>>,
     /// What they grant: caches, lock files and usage databases (created when the
     /// sandbox is entered if missing) and the toolchains, configs and sockets that exist.
     pub preset_paths: Vec<PresetPath>,
@@ -606,6 +642,7 @@ pub struct Profile {
     pub input: InputSection,
     pub web: WebSection,
     pub mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
+    pub git: GitSection,
     /// Things that are not errors but deserve a look (a missing read root …).
     pub warnings: Vec<String>,
 }
@@ -830,7 +867,14 @@ impl Profile {
             };
             let mut enabled: Vec<Preset> = Vec::new();
             let mut preset_paths = Vec::new();
-            for preset in &l.presets {
+            let (chosen, presets_auto) = match &l.presets {
+                PresetChoice::List(list) => (list.clone(), None),
+                PresetChoice::Auto => {
+                    let found = presets::detect(&workspace);
+                    (found.iter().map(|(p, _)| *p).collect(), Some(found))
+                }
+            };
+            for preset in &chosen {
                 if enabled.contains(preset) {
                     continue;
                 }
@@ -876,6 +920,7 @@ impl Profile {
                     vars
                 },
                 presets: enabled,
+                presets_auto,
                 preset_paths,
                 preset_catalog: presets::catalog(&ctx),
                 preset_excluded: presets::excluded(&ctx),
@@ -943,6 +988,16 @@ impl Profile {
         }
         check_web(&raw.web).map_err(&invalid)?;
         check_mcp_servers(&raw.mcp_servers).map_err(&invalid)?;
+        let git = GitSection {
+            main_worktree: raw.git.main_worktree,
+            linked: crate::guard::git::linked_worktree(&workspace),
+        };
+        let mut landlock = landlock;
+        if let (MainWorktree::Read, Some(linked)) = (git.main_worktree, &git.linked) {
+            // A root that holds the workspace is fine: the workspace is checked first.
+            read_roots.push(linked.read_root().to_path_buf());
+            landlock.rw.extend(linked.commit_paths());
+        }
         Ok(Profile {
             source: file.map(Path::to_path_buf),
             workspace,
@@ -958,6 +1013,7 @@ impl Profile {
             input: raw.input,
             web: raw.web,
             mcp_servers: raw.mcp_servers,
+            git,
             warnings,
         })
     }
@@ -1213,6 +1269,29 @@ mod tests {
                 .iter()
                 .any(|p| p.kind == Kind::Cache && p.path.ends_with("go-build"))
         );
+    }
+
+    #[test]
+    fn presets_auto_follow_the_workspace_marker_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = parse("", dir.path()).unwrap();
+        assert_eq!(p.landlock.presets_auto, Some(vec![]));
+        assert!(p.landlock.presets.is_empty());
+        std::fs::write(dir.path().join("Cargo.toml"), "").unwrap();
+        std::fs::write(dir.path().join("requirements-test.txt"), "").unwrap();
+        std::fs::create_dir(dir.path().join("go.mod")).unwrap(); // a directory: no marker
+        let p = parse("[landlock]\npresets = \"auto\"\n", dir.path()).unwrap();
+        assert_eq!(p.landlock.presets, [Preset::Rust, Preset::Python]);
+        assert_eq!(
+            p.landlock.presets_auto.unwrap()[1],
+            (Preset::Python, "requirements-test.txt".to_string())
+        );
+        let p = parse("[landlock]\npresets = []\n", dir.path()).unwrap();
+        assert!(p.landlock.presets.is_empty() && p.landlock.presets_auto.is_none());
+        let msg = parse("[landlock]\npresets = \"all\"\n", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("neither \"auto\" nor a list"), "{msg}");
     }
 
     #[test]
