@@ -186,8 +186,21 @@ pub fn refused(sandbox: &crate::guard::landlock::Sandbox, stderr: &str) -> Vec<S
     let lines: Vec<String> = paths
         .iter()
         .filter_map(|p| {
-            let why = sandbox.refusal(std::path::Path::new(p))?;
-            Some(format!("whalebox: the sandbox refused {p}: {why}"))
+            // The kernel judges the file a symlink leads to, not the link.
+            let path = std::path::Path::new(p);
+            match path.canonicalize().ok().filter(|real| real != path) {
+                Some(real) => {
+                    let why = sandbox.refusal(&real)?;
+                    Some(format!(
+                        "whalebox: the sandbox refused {p} (that is {}): {why}",
+                        real.display()
+                    ))
+                }
+                None => {
+                    let why = sandbox.refusal(path)?;
+                    Some(format!("whalebox: the sandbox refused {p}: {why}"))
+                }
+            }
         })
         .collect();
     let skip = lines.len().saturating_sub(MAX_REPORTED);

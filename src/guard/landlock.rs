@@ -519,10 +519,14 @@ impl Sandbox {
     /// Why the sandbox would refuse `path`, in the profile's terms: the preset that
     /// grants it, the reason none does, or the sets that apply.
     fn cause(&self, path: &Path) -> Cause<'_> {
+        // A rule holds the file its path led to when it was made: a path resolved
+        // through its symlinks is under it too.
         let covering: Vec<&(PathBuf, Grant)> = self
             .paths
             .iter()
-            .filter(|(p, _)| path.starts_with(p))
+            .filter(|(p, _)| {
+                path.starts_with(p) || p.canonicalize().is_ok_and(|c| path.starts_with(c))
+            })
             .collect();
         if covering
             .iter()
@@ -648,6 +652,62 @@ impl Sandbox {
         })
     }
 
+    /// Whether a task may execute `program` (a path resolved through its symlinks): a
+    /// read-and-execute or full grant covers it. A rule holds the file it was opened on,
+    /// so a granted path that is itself a symlink counts where it leads.
+    pub fn executable(&self, program: &Path) -> bool {
+        self.paths.iter().any(|(p, g)| {
+            matches!(g, Grant::ReadExec | Grant::Full)
+                && (program.starts_with(p)
+                    || p.canonicalize().is_ok_and(|c| program.starts_with(c)))
+        })
+    }
+
+    /// Why a task may not execute the `programs` (each resolved through its symlinks)
+    /// and the one profile line that would allow them all; `None` when every one may
+    /// be executed. `rox` is the profile's own `[landlock] rox`, which the line repeats.
+    pub fn exec_refusal(&self, programs: &[PathBuf], rox: &[PathBuf]) -> Option<String> {
+        let refused: Vec<&PathBuf> = programs.iter().filter(|p| !self.executable(p)).collect();
+        let first = refused.first()?;
+        // A preset that is off, or a path left out of one on purpose: its own advice.
+        let cause = self.cause(first);
+        if matches!(
+            cause,
+            Cause::Excluded(_) | Cause::PresetOff(_) | Cause::PresetMissing(_)
+        ) && let Some((reason, fix)) = self.preset_advice(&cause)
+        {
+            return Some(format!(
+                "the sandbox refuses to execute {}: it {reason}; {fix}",
+                first.display()
+            ));
+        }
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for p in &refused {
+            let dir = installation(p);
+            if !dirs.iter().any(|d| dir.starts_with(d)) {
+                dirs.retain(|d| !d.starts_with(&dir));
+                dirs.push(dir);
+            }
+        }
+        let names: Vec<String> = refused.iter().map(|p| p.display().to_string()).collect();
+        let why = match cause {
+            Cause::Outside => "outside every sandbox root",
+            _ => "readable in the sandbox, not executable",
+        };
+        let list: Vec<String> = rox
+            .iter()
+            .filter(|p| !dirs.contains(p))
+            .chain(&dirs)
+            .map(|p| toml::Value::String(p.display().to_string()).to_string())
+            .collect();
+        Some(format!(
+            "the sandbox refuses to execute {} ({why}); to allow it, set in [landlock] {}: rox = [{}]",
+            names.join(" and "),
+            self.in_profile(),
+            list.join(", ")
+        ))
+    }
+
     /// The sets, as paths: what writes and reads are allowed under.
     fn list(&self, want: &[Grant]) -> String {
         let v: Vec<String> = self
@@ -708,6 +768,22 @@ impl Sandbox {
             )),
         }
     }
+}
+
+/// The installation an executable belongs to, to grant as a whole (its libraries and
+/// standard library sit beside its `bin`): `PREFIX` for `PREFIX/bin/NAME`, unless that
+/// is the home directory or a top-level directory; else the executable's directory.
+fn installation(program: &Path) -> PathBuf {
+    let dir = program.parent().unwrap_or(program);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if dir.file_name().is_some_and(|n| n == "bin")
+        && let Some(prefix) = dir.parent()
+        && prefix.components().count() > 2
+        && home.as_deref() != Some(prefix)
+    {
+        return prefix.to_path_buf();
+    }
+    dir.to_path_buf()
 }
 
 /// What [`Sandbox::cause`] found.
@@ -844,5 +920,47 @@ mod tests {
                 .contains("read-only in the sandbox")
         );
         assert_eq!(s.refusal(Path::new("/ws/target")), None);
+    }
+
+    #[test]
+    fn a_refused_executable_names_its_installation_as_one_rox_line() {
+        let s = sandbox(&[]);
+        assert!(s.executable(Path::new("/usr/bin/env")) && s.executable(Path::new("/ws/x")));
+        assert_eq!(s.exec_refusal(&[PathBuf::from("/usr/bin/env")], &[]), None);
+        let python = PathBuf::from("/srv/py/versions/3.12/bin/python3.12");
+        let msg = s.exec_refusal(std::slice::from_ref(&python), &[]).unwrap();
+        assert!(
+            msg.starts_with("the sandbox refuses to execute /srv/py/versions/3.12/bin/python3.12 (outside every sandbox root)")
+                && msg.ends_with("set in [landlock] in /p/ci.toml: rox = [\"/srv/py/versions/3.12\"]"),
+            "{msg}"
+        );
+        // The profile's own list is repeated, so the line replaces it.
+        let msg = s.exec_refusal(&[python], &[PathBuf::from("/a")]).unwrap();
+        assert!(
+            msg.ends_with("rox = [\"/a\", \"/srv/py/versions/3.12\"]"),
+            "{msg}"
+        );
+        // A script and its interpreter in one installation: one directory.
+        let msg = s
+            .exec_refusal(
+                &[
+                    PathBuf::from("/srv/node/lib/node_modules/npm/bin/npx-cli.js"),
+                    PathBuf::from("/srv/node/bin/node"),
+                ],
+                &[],
+            )
+            .unwrap();
+        assert!(msg.ends_with("rox = [\"/srv/node\"]"), "{msg}");
+        // Readable is not executable.
+        let mut s = s;
+        s.paths.push((PathBuf::from("/srv/tools"), Grant::Read));
+        let msg = s
+            .exec_refusal(&[PathBuf::from("/srv/tools/run")], &[])
+            .unwrap();
+        assert!(
+            msg.contains("(readable in the sandbox, not executable)"),
+            "{msg}"
+        );
+        assert!(msg.ends_with("rox = [\"/srv/tools\"]"), "{msg}");
     }
 }

@@ -305,7 +305,7 @@ fn unavailable(u: Unavailable) -> ToolError {
     ToolError::new(
         Code::UpstreamUnavailable,
         format!("the MCP server {} is unavailable: {}", u.server, u.why),
-        "it is restarted on the next call (with backoff); if it keeps failing, check its [mcp_servers] entry and its stderr in data.stderr",
+        "it is started again on the next call (later if it keeps failing); if the sandbox refused it, ask the user to add the profile line named here; else check its [mcp_servers] entry and its stderr in data.stderr",
     )
     .with_data(json!({"server": u.server, "stderr": u.stderr}))
 }

@@ -7,14 +7,20 @@
 //! lines) for the reports of a server that failed.
 //!
 //! A server that fails to start, exits or crashes never takes whalebox down: it is
-//! `unavailable` with the reason and its last stderr lines, and the next call restarts it
-//! (at most once per backoff period, which doubles up to a minute).
+//! `unavailable` with the reason and its last stderr lines. A server that was running
+//! is started again by the next call; one that keeps failing (its start failed, or it
+//! stopped again before a call worked) is started at most once per backoff period, from
+//! a second, doubling up to a minute. When its stderr says permission was denied, the
+//! reason names what the sandbox refused (the command resolved through its symlinks,
+//! its `#!` interpreter, or a path it printed) and the profile line that allows it.
 
 pub mod catalog;
 
 use std::collections::VecDeque;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +38,32 @@ use catalog::Entry;
 
 /// How many stderr lines of a server are kept.
 const STDERR_LINES: usize = 20;
+/// A server that ran this long before it stopped starts again at once, whatever failed
+/// before it.
+const HEALTHY: Duration = Duration::from_secs(60);
+
+/// The backoff after `failures` failures in a row: 1 s, doubling up to a minute.
+fn backoff(failures: u32) -> Duration {
+    Duration::from_secs(1 << failures.saturating_sub(1).min(6)).min(Duration::from_secs(60))
+}
+
+/// `why`, and when the server is started again: `wait` after the failure (the
+/// `failures`-th in a row), `left` from now.
+fn when_again(why: &str, failures: u32, wait: Duration, left: Duration) -> String {
+    if wait.is_zero() {
+        format!("{why}; it is started again on the next call")
+    } else if failures < 2 {
+        format!(
+            "{why}; it is started again on a call after {} s",
+            left.as_secs_f64().ceil()
+        )
+    } else {
+        format!(
+            "{why}; it keeps failing, so it is started again on a call after {} s",
+            left.as_secs_f64().ceil()
+        )
+    }
+}
 
 /// Why an upstream cannot be used now.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -46,10 +78,13 @@ enum State {
     /// Not started yet (or stopped after a failure, waiting for its backoff).
     Idle,
     Ready(Connection),
+    /// This failure is the `failures`-th in a row without a call that worked; the
+    /// server is started again `wait` after `at`.
     Failed {
         why: String,
         at: Instant,
         failures: u32,
+        wait: Duration,
     },
     /// The exec policy refused its command line: never started.
     Refused(String),
@@ -58,6 +93,9 @@ enum State {
 struct Connection {
     client: RunningService<RoleClient, Listener>,
     pid: i32,
+    started: Instant,
+    /// Set when its stderr reached its end (the whole process group is gone).
+    stderr_done: Arc<AtomicBool>,
 }
 
 /// Hears an upstream's `notifications/tools/list_changed`: its tools are listed again
@@ -113,6 +151,8 @@ pub struct Upstream {
         Arc<Mutex<std::collections::HashMap<rmcp::model::ProgressToken, crate::core::Progress>>>,
     /// Tool names dropped because their sanitized names collide (reported).
     collisions: Mutex<Vec<String>>,
+    /// Failures in a row: starts that failed, and stops before a call worked.
+    failures: AtomicU32,
 }
 
 /// `NAME` as clients accept it in a tool name: letters, digits, `_` and `-`.
@@ -143,6 +183,7 @@ impl Upstream {
             stale: Arc::default(),
             progress: Arc::default(),
             collisions: Mutex::default(),
+            failures: AtomicU32::new(0),
         }
     }
 
@@ -193,13 +234,14 @@ impl Upstream {
         }
     }
 
-    /// The running connection's client, starting (or restarting) the server if needed.
-    async fn ready(&self, env: &Env) -> Result<rmcp::Peer<RoleClient>, Unavailable> {
+    /// The running connection's client and process group, starting (or restarting) the
+    /// server if needed.
+    async fn ready(&self, env: &Env) -> Result<(rmcp::Peer<RoleClient>, i32), Unavailable> {
         let mut state = self.state.lock().await;
         if let State::Ready(c) = &*state {
             if !c.client.is_closed() {
-                let peer = c.client.peer().clone();
-                if self.stale.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                let (peer, pid) = (c.client.peer().clone(), c.pid);
+                if self.stale.swap(false, Ordering::SeqCst) {
                     let timeout = Duration::from_millis(self.cfg.startup_timeout_ms);
                     if let Ok(Ok(listed)) =
                         tokio::time::timeout(timeout, peer.list_all_tools()).await
@@ -207,45 +249,120 @@ impl Upstream {
                         self.set_tools(listed);
                     }
                 }
-                return Ok(peer);
+                return Ok((peer, pid));
             }
-            // It exited since: start it again now (repeated failures back off).
-            *state = State::Idle;
+            // It exited since it last answered: started again now, unless it keeps failing.
+            let (started, done) = (c.started, Arc::clone(&c.stderr_done));
+            *state = self.stopped("it exited".into(), started);
+            wait_for(&done, Duration::from_millis(500)).await;
+            if let State::Failed { why, .. } = &mut *state {
+                *why = self.fenced(env, std::mem::take(why));
+            }
         }
-        let failures = match &*state {
+        match &*state {
             State::Refused(why) => return Err(self.unavailable(why.clone())),
-            State::Failed { why, at, failures } => {
-                let backoff =
-                    Duration::from_secs(1 << (*failures).min(6)).min(Duration::from_secs(60));
-                if at.elapsed() < backoff {
-                    return Err(self.unavailable(format!(
-                        "{why}; retried in {} s",
-                        (backoff - at.elapsed()).as_secs() + 1
-                    )));
-                }
-                *failures
+            State::Failed {
+                why,
+                at,
+                failures,
+                wait,
+            } if at.elapsed() < *wait => {
+                let left = wait.saturating_sub(at.elapsed());
+                return Err(self.unavailable(when_again(why, *failures, *wait, left)));
             }
-            _ => 0,
-        };
+            _ => {}
+        }
         match self.start(env).await {
             Ok(conn) => {
-                let peer = conn.client.peer().clone();
+                let (peer, pid) = (conn.client.peer().clone(), conn.pid);
                 *state = State::Ready(conn);
-                Ok(peer)
+                Ok((peer, pid))
             }
             Err(Start::Refused(why)) => {
                 *state = State::Refused(why.clone());
                 Err(self.unavailable(why))
             }
             Err(Start::Failed(why)) => {
+                let failures = self.failures.fetch_add(1, Ordering::SeqCst) + 1;
+                let wait = backoff(failures);
                 *state = State::Failed {
                     why: why.clone(),
                     at: Instant::now(),
-                    failures: failures + 1,
+                    failures,
+                    wait,
                 };
-                Err(self.unavailable(why))
+                Err(self.unavailable(when_again(&why, failures, wait, wait)))
             }
         }
+    }
+
+    /// The state of a server that was running and stopped (`why`): the first time, it is
+    /// started again on the next call; if no call worked since it last failed, it waits
+    /// its backoff. One that ran for [`HEALTHY`] starts afresh.
+    fn stopped(&self, why: String, started: Instant) -> State {
+        if started.elapsed() >= HEALTHY {
+            self.failures.store(0, Ordering::SeqCst);
+        }
+        let failures = self.failures.fetch_add(1, Ordering::SeqCst) + 1;
+        State::Failed {
+            why,
+            at: Instant::now(),
+            failures,
+            wait: match failures {
+                1 => Duration::ZERO,
+                n => backoff(n - 1),
+            },
+        }
+    }
+
+    /// `why`, led by what the sandbox refused, when the server's stderr says permission
+    /// was denied: the command resolved through its symlinks (and its `#!` interpreter),
+    /// or a path it printed, and the profile line that would allow it.
+    fn fenced(&self, env: &Env, why: String) -> String {
+        let Some(sandbox) = &env.sandbox else {
+            return why;
+        };
+        let tail = self.stderr_tail().join("\n");
+        let lower = tail.to_ascii_lowercase();
+        if !(lower.contains("permission denied") || lower.contains("operation not permitted")) {
+            return why;
+        }
+        let path = self
+            .cfg
+            .env
+            .get("PATH")
+            .cloned()
+            .or_else(|| std::env::var("PATH").ok());
+        let chain = exec_chain(&self.cfg.command, path.as_deref(), env.guard.workspace());
+        let mut found: Vec<String> = Vec::new();
+        let programs: Vec<PathBuf> = chain.iter().map(|(_, real)| real.clone()).collect();
+        if let Some(refusal) = sandbox.exec_refusal(&programs, &env.profile.landlock.rox) {
+            let links: Vec<String> = chain
+                .iter()
+                .filter(|(at, real)| at != real)
+                .map(|(at, real)| format!("{} is {}", at.display(), real.display()))
+                .collect();
+            found.push(if links.is_empty() {
+                refusal
+            } else {
+                format!("{refusal} ({})", links.join(", "))
+            });
+        }
+        for line in crate::runner::refused(sandbox, &tail) {
+            let line = line.trim_start_matches("whalebox: ");
+            let named = |p: &Path| {
+                let p = p.display().to_string();
+                line.contains(&format!("{p}:")) || line.contains(&format!("{p} "))
+            };
+            // The command and its interpreter are said above.
+            if found.is_empty() || !chain.iter().any(|(at, real)| named(at) || named(real)) {
+                found.push(line.to_string());
+            }
+        }
+        if found.is_empty() {
+            return why;
+        }
+        format!("{}. So {why}", found.join("; "))
     }
 
     async fn start(&self, env: &Env) -> Result<Connection, Start> {
@@ -298,13 +415,25 @@ impl Upstream {
         if !vars.iter().any(|(k, _)| k == "TMPDIR") {
             vars.push(("TMPDIR".into(), env.private.tmp.display().to_string()));
         }
+        // A bare name is looked up in the server's PATH here: the supervisor (under the
+        // exec gate) runs the command as given, without a search.
+        let mut exec_argv = argv.clone();
+        if !program.contains('/') {
+            let path = vars
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.as_str());
+            if let Some(found) = find_program(&program, path, env.guard.workspace()) {
+                exec_argv[0] = found.display().to_string();
+            }
+        }
         let sandbox = match &env.sandbox {
             Some(s) => Some(serde_json::to_string(s).map_err(|e| Start::Failed(e.to_string()))?),
             None => None,
         };
         let spec = Spec {
             mode: spawn::Mode::Pipe,
-            argv: argv.iter().map(Into::into).collect(),
+            argv: exec_argv.iter().map(Into::into).collect(),
             cwd: env.guard.workspace().to_path_buf(),
             env: vars,
             rows: 24,
@@ -315,8 +444,14 @@ impl Upstream {
         let started = spawn::start_stdio(spec)
             .map_err(|e| Start::Failed(format!("cannot start `{}`: {e}", argv.join(" "))))?;
         let pid = started.pid;
+        // This start's stderr only: a failure is explained by what it printed.
+        if let Ok(mut t) = self.stderr.lock() {
+            t.clear();
+        }
         let tail = Arc::clone(&self.stderr);
         let stderr = started.stderr;
+        let stderr_done = Arc::new(AtomicBool::new(false));
+        let done = Arc::clone(&stderr_done);
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
@@ -327,24 +462,38 @@ impl Upstream {
                     t.push_back(line.chars().take(500).collect());
                 }
             }
+            done.store(true, Ordering::SeqCst);
         });
-        let kill = || {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        };
-        let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(started.stdout))
-            .map_err(|e| Start::Failed(e.to_string()));
-        let tx = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(started.stdin))
-            .map_err(|e| Start::Failed(e.to_string()));
-        let (rx, tx) = match (rx, tx) {
-            (Ok(rx), Ok(tx)) => (rx, tx),
-            (Err(e), _) | (_, Err(e)) => {
-                kill();
-                return Err(e);
+        match self.handshake(started.stdin, started.stdout).await {
+            Ok(client) => Ok(Connection {
+                client,
+                pid,
+                started: Instant::now(),
+                stderr_done,
+            }),
+            Err(why) => {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                // Its last words, once the whole group is gone.
+                wait_for(&stderr_done, Duration::from_secs(1)).await;
+                Err(Start::Failed(self.fenced(env, why)))
             }
-        };
+        }
+    }
+
+    /// MCP's initialize and the first tools/list, over the server's stdin and stdout,
+    /// each within `startup_timeout_ms`.
+    async fn handshake(
+        &self,
+        stdin: std::process::ChildStdin,
+        stdout: std::process::ChildStdout,
+    ) -> Result<RunningService<RoleClient, Listener>, String> {
+        let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(stdout))
+            .map_err(|e| e.to_string())?;
+        let tx = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(stdin))
+            .map_err(|e| e.to_string())?;
         let timeout = Duration::from_millis(self.cfg.startup_timeout_ms);
         let listener = Listener {
             stale: Arc::clone(&self.stale),
@@ -352,35 +501,21 @@ impl Upstream {
         };
         let client = match tokio::time::timeout(timeout, listener.serve((rx, tx))).await {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                kill();
-                return Err(Start::Failed(format!(
-                    "it did not complete MCP's initialize: {e}"
-                )));
-            }
+            Ok(Err(e)) => return Err(format!("it did not complete MCP's initialize: {e}")),
             Err(_) => {
-                kill();
-                return Err(Start::Failed(format!(
+                return Err(format!(
                     "it did not answer initialize within {} ms (startup_timeout_ms)",
                     self.cfg.startup_timeout_ms
-                )));
+                ));
             }
         };
         let listed = match tokio::time::timeout(timeout, client.peer().list_all_tools()).await {
             Ok(Ok(t)) => t,
-            Ok(Err(e)) => {
-                kill();
-                return Err(Start::Failed(format!("its tools/list failed: {e}")));
-            }
-            Err(_) => {
-                kill();
-                return Err(Start::Failed(
-                    "its tools/list did not answer in time".into(),
-                ));
-            }
+            Ok(Err(e)) => return Err(format!("its tools/list failed: {e}")),
+            Err(_) => return Err("its tools/list did not answer in time".into()),
         };
         self.set_tools(listed);
-        Ok(Connection { client, pid })
+        Ok(client)
     }
 
     fn set_tools(&self, listed: Vec<rmcp::model::Tool>) {
@@ -445,17 +580,32 @@ impl Upstream {
         use rmcp::model::{
             CallToolRequest, CancelledNotificationParam, ClientRequest, ServerResult,
         };
-        let peer = self.ready(env).await.map_err(CallFailure::Unavailable)?;
+        let (peer, pid) = self.ready(env).await.map_err(CallFailure::Unavailable)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let broken = |e: rmcp::ServiceError| async move {
             // The connection is broken: drop it (its process group is killed); the next
-            // call after a second's backoff starts the server again.
-            let why = format!("it stopped during a call: {e}");
-            *self.state.lock().await = State::Failed {
-                why: why.clone(),
-                at: Instant::now(),
-                failures: 0,
-            };
+            // call starts the server again, unless it keeps failing.
+            let mut why = format!("it stopped during a call: {e}");
+            let mut state = self.state.lock().await;
+            // (Unless another call found it first, and perhaps started it again.)
+            if let State::Ready(c) = &*state
+                && c.pid == pid
+            {
+                let (started, done) = (c.started, Arc::clone(&c.stderr_done));
+                *state = self.stopped(why.clone(), started);
+                wait_for(&done, Duration::from_millis(500)).await;
+                why = self.fenced(env, why);
+                if let State::Failed {
+                    why: kept,
+                    failures,
+                    wait,
+                    ..
+                } = &mut *state
+                {
+                    kept.clone_from(&why);
+                    why = when_again(&why, *failures, *wait, *wait);
+                }
+            }
             CallFailure::Unavailable(self.unavailable(why))
         };
         let handle = match peer
@@ -484,7 +634,11 @@ impl Upstream {
         };
         let outcome = tokio::select! {
             r = tokio::time::timeout(self.tool_timeout(), handle.await_response()) => match r {
-                Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+                Ok(Ok(ServerResult::CallToolResult(result))) => {
+                    // It works: a later stop is restarted at once.
+                    self.failures.store(0, Ordering::SeqCst);
+                    Ok(result)
+                }
                 Ok(Ok(other)) => Err(CallFailure::Unavailable(self.unavailable(format!("it answered tools/call with something else: {other:?}")))),
                 Ok(Err(e)) => Err(broken(e).await),
                 Err(_) => {
@@ -585,5 +739,136 @@ impl Upstreams {
 
     pub fn server(&self, name: &str) -> Option<&Arc<Upstream>> {
         self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+/// Wait until `flag` is set, at most `limit`.
+async fn wait_for(flag: &AtomicBool, limit: Duration) {
+    let until = Instant::now() + limit;
+    while !flag.load(Ordering::SeqCst) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The files the kernel executes to start `command`, each with the path it was reached
+/// by and that path resolved through its symlinks: the command (found in `path` when it
+/// is a bare name), its `#!` interpreter, and the program a `#!/usr/bin/env` line runs.
+fn exec_chain(command: &str, path: Option<&str>, cwd: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let find = |name: &str| find_program(name, path, cwd);
+    let mut out: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut todo: Vec<PathBuf> = find(command).into_iter().collect();
+    while let Some(at) = todo.pop() {
+        let Ok(real) = at.canonicalize() else {
+            continue;
+        };
+        if out.len() == 4 || out.iter().any(|(_, r)| *r == real) {
+            continue;
+        }
+        if let Some((interpreter, arg)) = shebang(&real) {
+            // Last in, first out: the interpreter, then what `env` runs.
+            if interpreter.file_name().is_some_and(|n| n == "env")
+                && let Some(program) = arg.as_deref().and_then(find)
+            {
+                todo.push(program);
+            }
+            todo.push(interpreter);
+        }
+        out.push((at, real));
+    }
+    out
+}
+
+/// `name` as an exec would find it: relative to `cwd` when it has a `/`, else the first
+/// executable file of that name in `path`.
+fn find_program(name: &str, path: Option<&str>, cwd: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    if name.contains('/') {
+        return Some(cwd.join(name));
+    }
+    std::env::split_paths(path?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// A script's `#!` interpreter and its first argument that is not an option.
+fn shebang(file: &Path) -> Option<(PathBuf, Option<String>)> {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let mut words = std::str::from_utf8(line).ok()?.split_whitespace();
+    let interpreter = PathBuf::from(words.next()?);
+    let arg = words.find(|w| !w.starts_with('-')).map(str::to_string);
+    Some((interpreter, arg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    #[test]
+    fn the_exec_chain_follows_symlinks_path_and_shebangs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let (bin, lib) = (root.join("bin"), root.join("lib"));
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&lib).unwrap();
+        let exe = |p: &Path, text: &str| {
+            std::fs::write(p, text).unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        exe(&bin.join("node"), "\x7fELF");
+        exe(&lib.join("cli.js"), "#!/usr/bin/env -S node --flag\nrest\n");
+        symlink(lib.join("cli.js"), bin.join("npx")).unwrap();
+        let path = bin.display().to_string();
+        let chain = exec_chain("npx", Some(&path), &root);
+        let env = Path::new("/usr/bin/env").canonicalize().unwrap();
+        assert_eq!(
+            chain,
+            vec![
+                (bin.join("npx"), lib.join("cli.js")),
+                (PathBuf::from("/usr/bin/env"), env),
+                (bin.join("node"), bin.join("node")),
+            ]
+        );
+        // A path is taken as given (relative to the workspace); a missing one is nothing.
+        assert_eq!(
+            exec_chain("bin/node", None, &root),
+            vec![(root.join("bin/node"), bin.join("node"))]
+        );
+        assert!(exec_chain("missing", Some(&path), &root).is_empty());
+        assert_eq!(
+            find_program("node", Some(&path), &root),
+            Some(bin.join("node"))
+        );
+    }
+
+    #[test]
+    fn restarts_wait_only_when_a_server_keeps_failing() {
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(3), Duration::from_secs(4));
+        assert_eq!(backoff(30), Duration::from_secs(60));
+        let up = Upstream::new("s".into(), toml::from_str("command = \"x\"").unwrap());
+        let crash = |up: &Upstream| match up.stopped("it exited".into(), Instant::now()) {
+            State::Failed { wait, .. } => wait,
+            _ => unreachable!(),
+        };
+        // The first stop: at once; again before a call worked: 1 s, then 2 s.
+        assert_eq!(crash(&up), Duration::ZERO);
+        assert_eq!(crash(&up), Duration::from_secs(1));
+        assert_eq!(crash(&up), Duration::from_secs(2));
+        // A call that worked forgets the failures.
+        up.failures.store(0, Ordering::SeqCst);
+        assert_eq!(crash(&up), Duration::ZERO);
+        // So does a run longer than HEALTHY.
+        assert_eq!(crash(&up), Duration::from_secs(1));
+        match up.stopped("it exited".into(), Instant::now() - HEALTHY) {
+            State::Failed { wait, .. } => assert_eq!(wait, Duration::ZERO),
+            _ => unreachable!(),
+        }
     }
 }

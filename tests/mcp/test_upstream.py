@@ -20,8 +20,9 @@ SERVER = HERE / "upstream" / "catalog_server.py"
 VENV = pathlib.Path(sys.prefix)
 
 
-def upstream_profile(tmp_path, servers, extra=""):
-    """A profile with the mcp group and `servers` ({name: (extra args, extra keys)})."""
+def upstream_profile(tmp_path, servers, extra="", command=sys.executable):
+    """A profile with the mcp group and `servers` ({name: (extra args, extra keys)}),
+    each started as `command` (a Python) running the catalog server."""
     lines = [
         'tools = ["mcp"]',
         f'read_roots = ["{VENV}", "{HERE / "upstream"}"]',
@@ -31,7 +32,7 @@ def upstream_profile(tmp_path, servers, extra=""):
     ]
     for name, (args, keys) in servers.items():
         argv = json.dumps([str(SERVER), name, *args])
-        lines.append(f"[mcp_servers.{name}]\ncommand = \"{sys.executable}\"\nargs = {argv}\n{keys}")
+        lines.append(f"[mcp_servers.{name}]\ncommand = \"{command}\"\nargs = {argv}\n{keys}")
     profile = tmp_path / "upstream.toml"
     profile.write_text("\n".join(lines) + "\n")
     return profile
@@ -96,11 +97,113 @@ async def test_bad_upstreams_are_reported_and_the_rest_works(whalebox_bin, works
         env = await call(c, "call_tool", {"name": "mcp__good__crash", "arguments": {}})
         assert env["code"] == "upstream_unavailable", env
         assert "crashing on purpose" in "\n".join(env["data"]["stderr"]), env
-        # Restarted on a later call (after its backoff).
-        import anyio
-        await anyio.sleep(2.5)
+        # Started again by the very next call.
         env = await call(c, "call_tool", {"name": "mcp__good__get_issue", "arguments": {"repository": "o/r"}})
         assert env["ok"], env
+
+
+async def test_a_crashed_upstream_starts_again_on_the_next_call(whalebox_bin, workspace, tmp_path):
+    starts = workspace / "starts.log"
+    profile = upstream_profile(tmp_path, {"gh": ([], f'env = {{ UPSTREAM_STARTS = "{starts}" }}')})
+    get = {"name": "mcp__gh__get_issue", "arguments": {"repository": "o/r"}}
+    crash = {"name": "mcp__gh__crash", "arguments": {}}
+    async with profile_client(whalebox_bin, workspace, profile, "legacy") as c:
+        for _ in range(2):
+            env = await call(c, "call_tool", get)
+            assert env["ok"], env
+            env = await call(c, "call_tool", crash)
+            assert env["code"] == "upstream_unavailable", env
+            assert "started again on the next call" in env["text"], env
+            # No waiting: the next call starts it (within startup_timeout_ms) and is answered.
+            env = await call(c, "call_tool", get)
+            assert env["ok"], env
+        assert len(starts.read_text().splitlines()) == 3
+        # Stopping again before any call worked: now it waits its backoff.
+        env = await call(c, "call_tool", crash)
+        env = await call(c, "call_tool", crash)
+        assert env["code"] == "upstream_unavailable" and "keeps failing" in env["text"], env
+        env = await call(c, "call_tool", get)
+        assert env["code"] == "upstream_unavailable" and "after 1 s" in env["text"], env
+        import anyio
+        await anyio.sleep(1.2)
+        env = await call(c, "call_tool", get)
+        assert env["ok"], env
+
+
+async def test_an_upstream_that_keeps_failing_to_start_backs_off(whalebox_bin, workspace, tmp_path):
+    import re
+    import time
+
+    import anyio
+
+    starts = workspace / "starts.log"
+    profile = upstream_profile(tmp_path, {"gone": (["--exit"], f'env = {{ UPSTREAM_STARTS = "{starts}" }}')})
+    async with profile_client(whalebox_bin, workspace, profile, "legacy") as c:
+        texts = []
+        began = time.monotonic()
+        while time.monotonic() - began < 5:
+            env = await call(c, "call_tool", {"name": "mcp__gone__get_issue", "arguments": {}})
+            assert env["code"] == "upstream_unavailable", env
+            assert "giving up at once" in "\n".join(env["data"]["stderr"]), env
+            texts.append(env["text"])
+            await anyio.sleep(0.2)
+        # Started when the session began, then after 1 s and 2 s: not on every call.
+        assert 2 <= len(starts.read_text().splitlines()) <= 3, starts.read_text()
+        assert len(texts) >= 5, texts
+        waits = [int(w) for t in texts for w in re.findall(r"started again on a call after (\d+) s", t)]
+        assert waits and max(waits) >= 2, texts
+        assert any("it keeps failing" in t for t in texts), texts
+
+
+async def test_a_bare_command_is_found_in_the_servers_path(whalebox_bin, workspace, tmp_path):
+    """`command = "NAME"` (like `npx` or `uvx`) runs what the server's PATH finds, also
+    under the exec gate (which execs the command as given)."""
+    import sysconfig
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "upstream-python").symlink_to(sys.executable)
+    keys = f'env = {{ PATH = "{bin_dir}:/usr/bin:/bin", PYTHONPATH = "{sysconfig.get_paths()["purelib"]}" }}'
+    profile = upstream_profile(tmp_path, {"gh": ([], keys)}, command="upstream-python")
+    async with profile_client(whalebox_bin, workspace, profile, "legacy") as c:
+        env = await call(c, "call_tool", {"name": "mcp__gh__get_issue", "arguments": {"repository": "o/r"}})
+        assert env["ok"] and env["text"] == "get issue in o/r ()", env
+
+
+async def test_a_command_the_sandbox_refuses_names_the_path_and_the_line(whalebox_bin, workspace, tmp_path):
+    """A pyenv-style layout: the workspace's venv python is a symlink to an interpreter
+    under a home directory no fence covers. The refusal names that interpreter and the
+    profile line that allows it; with the line added, the server runs."""
+    import re
+    import shutil
+    import sysconfig
+
+    home = workspace.parent  # HOME of the whalebox under test
+    prefix = (home / ".localpython" / "versions" / "3.x").resolve()
+    (prefix / "bin").mkdir(parents=True)
+    interpreter = prefix / "bin" / "python3"
+    shutil.copy2(pathlib.Path(sys.executable).resolve(), interpreter)
+    venv_python = workspace / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(interpreter)
+    keys = (f'env = {{ PYTHONHOME = "{sys.base_prefix}", PYTHONPATH = "{sysconfig.get_paths()["purelib"]}" }}\n'
+            "startup_timeout_ms = 5000")
+    profile = upstream_profile(tmp_path, {"gh": ([], keys)}, command=venv_python)
+    get = {"name": "mcp__gh__get_issue", "arguments": {"repository": "o/r"}}
+    async with profile_client(whalebox_bin, workspace, profile, "legacy") as c:
+        env = await call(c, "call_tool", get)
+        assert env["code"] == "upstream_unavailable", env
+        text = env["text"]
+        assert f"the sandbox refuses to execute {interpreter} (outside every sandbox root)" in text, text
+        assert f"{venv_python} is {interpreter}" in text, text
+        assert f"[landlock] in {profile}: rox = [" in text, text
+        line = re.search(r"rox = \[[^\]]*\]", text).group(0)
+        assert f'"{prefix}"' in line, line
+    # The line, as said, in place of the profile's own.
+    profile.write_text(re.sub(r"^rox = \[.*\]$", lambda _: line, profile.read_text(), flags=re.M))
+    async with profile_client(whalebox_bin, workspace, profile, "legacy") as c:
+        env = await call(c, "call_tool", get)
+        assert env["ok"] and env["text"] == "get issue in o/r ()", env
 
 
 async def test_upstreams_are_fenced_and_judged_by_the_policy(whalebox_bin, workspace, tmp_path):

@@ -2,7 +2,8 @@
 several dozen tools with realistic descriptions, plus tools that misbehave on purpose
 (hang, crash the server, fail, write files). Started by whalebox, over stdio.
 
-Usage: catalog_server.py NAME [--collide] [--garbage]"""
+Usage: catalog_server.py NAME [--collide] [--garbage] [--exit]
+($UPSTREAM_STARTS: a file that gets a line at each start.)"""
 
 import os
 import sys
@@ -11,6 +12,10 @@ import time
 from mcp.server.mcpserver import Context, MCPServer
 
 name = sys.argv[1] if len(sys.argv) > 1 else "demo"
+if os.environ.get("UPSTREAM_STARTS"):
+    # One line per start, to count them.
+    with open(os.environ["UPSTREAM_STARTS"], "a") as starts:
+        starts.write(f"{os.getpid()}\n")
 if "--garbage" in sys.argv:
     # Not MCP at all on stdout.
     print("this is not JSON-RPC", flush=True)
