@@ -671,6 +671,20 @@ mod tests {
     }
 
     #[test]
+    fn a_block_written_without_any_indentation_is_realigned_line_by_line() {
+        // Every search line at column 0, the file's at 0 and 4: the changed line takes
+        // the indentation of the line it replaces.
+        let text = "fn relaxed() {   \n    relaxed_target_A();\n}\n";
+        let a = ok(
+            text,
+            "fn relaxed() {\nrelaxed_target_A();\n}",
+            "fn relaxed() {\nrelaxed_target_B();\n}",
+        );
+        assert_eq!(a.text, "fn relaxed() {   \n    relaxed_target_B();\n}\n");
+        assert!(a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
     fn a_collapsed_block_with_depths_out_of_order_is_not_guessed() {
         // `a` and `b` at one depth (the file has 0 and 2) and `c` shallower than both
         // (the file has it deeper): not a re-indentation.
