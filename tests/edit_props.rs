@@ -287,3 +287,47 @@ proptest! {
         prop_assert!(!mixed);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, max_global_rejects: 100_000, ..ProptestConfig::default() })]
+
+    /// The model wrote the whole block at one depth, the file has it at several (its
+    /// depths contradict): a changed line takes the indentation of the file's line it
+    /// replaces, a line inserted between two takes the deeper one's when that one opens
+    /// a block under the other (else the one it follows), and every other byte is kept.
+    #[test]
+    fn a_block_written_at_one_depth_is_placed_line_by_line(
+        (depths, plan) in block(),
+        file_unit in prop::sample::select(vec![0usize, 2, 4]),
+        file_base in 0usize..3,
+        model_indent in prop::sample::select(vec!["", "  ", "    ", "\t"]),
+    ) {
+        let file_line = |d: usize, body: &str| format!("{}{body}", render(file_base + d, file_unit));
+        let bodies: Vec<String> = (0..depths.len()).map(|i| format!("call_{i}(a, b);")).collect();
+        let file_block: Vec<String> = depths.iter().zip(&bodies).map(|(d, b)| file_line(*d, b)).collect();
+        let probe: String = [0, 1, 2, 1, 0, 1, 0].iter().map(|d| file_line(*d, "probe()\n")).collect();
+        let text = format!("{probe}header()\n{}\nfooter()\n", file_block.join("\n"));
+        let search: Vec<String> = bodies.iter().map(|b| format!("{model_indent}{b}")).collect();
+        let (mut replace, mut expected) = (Vec::new(), Vec::new());
+        for (i, (&d, &(what, also))) in depths.iter().zip(&plan).enumerate() {
+            let body = if what == 1 { format!("call_{i}(a, b, c);") } else { bodies[i].clone() };
+            replace.push(format!("{model_indent}{body}"));
+            expected.push(if what == 1 { file_line(d, &body) } else { file_block[i].clone() });
+            if what == 2 || also == 2 {
+                let nd = match depths.get(i + 1) {
+                    Some(&next) if next > d => next,
+                    _ => d,
+                };
+                let body = format!("extra_{i}();");
+                replace.push(format!("{model_indent}{body}"));
+                expected.push(file_line(nd, &body));
+            }
+        }
+        prop_assume!(search != replace);
+        prop_assume!(!text.contains(&search.join("\n")));
+        let applied = edit::apply(&text, &search.join("\n"), &replace.join("\n"), false)
+            .expect("the block is found");
+        let want = format!("{probe}header()\n{}\nfooter()\n", expected.join("\n"));
+        prop_assert_eq!(&applied.text, &want);
+    }
+}

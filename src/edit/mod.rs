@@ -601,6 +601,100 @@ mod tests {
     }
 
     #[test]
+    fn a_line_inserted_under_a_collapsed_python_block_lands_inside_it() {
+        // The model wrote `if x:` and `return 1` at one depth; the file has them at 4
+        // and 8. `log(x)`, between them, belongs to the block its follower is in.
+        let text = "def f(x):\n    if x:\n        return 1\n    return 0\n";
+        let a = ok(
+            text,
+            "    if x:\n    return 1",
+            "    if x:\n    log(x)\n    return 1",
+        );
+        assert_eq!(a.level, Level::WhitespaceRelaxed);
+        assert_eq!(
+            a.text,
+            "def f(x):\n    if x:\n        log(x)\n        return 1\n    return 0\n"
+        );
+        assert!(a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
+    fn a_changed_line_of_a_collapsed_python_block_keeps_its_lines_depth() {
+        let text = "def f(x):\n    if x:\n        return 1\n    return 0\n";
+        let a = ok(
+            text,
+            "    if x:\n    return 1",
+            "    if x:\n    log(x)\n    return 2",
+        );
+        assert_eq!(
+            a.text,
+            "def f(x):\n    if x:\n        log(x)\n        return 2\n    return 0\n"
+        );
+    }
+
+    #[test]
+    fn a_line_inserted_after_a_collapsed_brace_block_takes_its_neighbours_depth() {
+        // The case: `if (x) {` and `foo();` both at 8 in the model, at 8 and 12
+        // in the file; `bar();`, added after `foo();`, goes where `foo();` is.
+        let text = "function g(x) {\n    for (;;) {\n        if (x) {\n            foo();\n        }\n    }\n}\n";
+        let a = ok(
+            text,
+            "        if (x) {\n        foo();",
+            "        if (x) {\n        foo();\n        bar();",
+        );
+        assert_eq!(
+            a.text,
+            "function g(x) {\n    for (;;) {\n        if (x) {\n            foo();\n            bar();\n        }\n    }\n}\n"
+        );
+        assert!(a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
+    fn lines_added_to_a_collapsed_brace_block_keep_their_relative_depths() {
+        let text = "function g(x) {\n    for (;;) {\n        if (x) {\n            foo();\n        }\n    }\n}\n";
+        let a = ok(
+            text,
+            "        if (x) {\n        foo();\n        }",
+            "        if (x) {\n        foo(1);\n        if (y) {\n            bar();\n        }\n        }",
+        );
+        assert_eq!(
+            a.text,
+            "function g(x) {\n    for (;;) {\n        if (x) {\n            foo(1);\n            if (y) {\n                bar();\n            }\n        }\n    }\n}\n"
+        );
+    }
+
+    #[test]
+    fn a_collapsed_tab_block_is_realigned_in_tabs() {
+        let text = "func f() {\n\tif x {\n\t\ta()\n\t}\n}\n";
+        let a = ok(text, "    if x {\n    a()", "    if x {\n    b()\n    a()");
+        assert_eq!(a.text, "func f() {\n\tif x {\n\t\tb()\n\t\ta()\n\t}\n}\n");
+    }
+
+    #[test]
+    fn a_block_written_without_any_indentation_is_realigned_line_by_line() {
+        // Every search line at column 0, the file's at 0 and 4: the changed line takes
+        // the indentation of the line it replaces.
+        let text = "fn relaxed() {   \n    relaxed_target_A();\n}\n";
+        let a = ok(
+            text,
+            "fn relaxed() {\nrelaxed_target_A();\n}",
+            "fn relaxed() {\nrelaxed_target_B();\n}",
+        );
+        assert_eq!(a.text, "fn relaxed() {   \n    relaxed_target_B();\n}\n");
+        assert!(a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
+    fn a_collapsed_block_with_depths_out_of_order_is_not_guessed() {
+        // `a` and `b` at one depth (the file has 0 and 2) and `c` shallower than both
+        // (the file has it deeper): not a re-indentation.
+        let text = "a\n  b\n    c\n";
+        let a = ok(text, "  a\n  b\nc", "  a\n  B\nc");
+        assert_eq!(a.text, "a\n  B\n    c\n");
+        assert!(!a.tags.contains(&Tag::IndentationRealigned));
+    }
+
+    #[test]
     fn a_line_shallower_than_every_known_depth_loses_levels_in_the_files_unit() {
         let text = "\t\tdef g():\n\t\t\treturn 1\n";
         let a = ok(

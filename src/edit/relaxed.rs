@@ -142,15 +142,14 @@ pub(super) fn find(
                 }
                 DiffOp::Delete { .. } => {}
                 DiffOp::Insert { .. } | DiffOp::Replace { .. } => {
-                    for index in op.new_range() {
-                        let line = replace_lines[index];
-                        let fixed = match &reindent {
-                            Some(r) => r.line(index, line),
-                            None => line.to_string(),
-                        };
-                        realigned_any |= fixed != line;
-                        out_lines.push(fixed);
-                    }
+                    let new = op.new_range();
+                    let lines = &replace_lines[new.clone()];
+                    let fixed = match &reindent {
+                        Some(r) => r.lines(new.start, lines, op.old_range()),
+                        None => lines.iter().map(|l| l.to_string()).collect(),
+                    };
+                    realigned_any |= fixed.iter().zip(lines).any(|(f, l)| f != l);
+                    out_lines.extend(fixed);
                 }
             }
         }
