@@ -887,7 +887,9 @@ impl Profile {
                         _ => {}
                     }
                 }
-                if !missing.is_empty() {
+                // A preset chosen by "auto" names every place its tools may live; most
+                // machines have only some of them, which is no cause for a warning.
+                if !missing.is_empty() && presets_auto.is_none() {
                     warnings.push(format!(
                         "[landlock] presets: preset \"{preset}\": toolchain director{} {} not found; skipped",
                         if missing.len() == 1 { "y" } else { "ies" },
