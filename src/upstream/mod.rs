@@ -822,16 +822,21 @@ mod tests {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
         };
         exe(&bin.join("node"), "\x7fELF");
-        exe(&lib.join("cli.js"), "#!/usr/bin/env -S node --flag\nrest\n");
+        // An `env` of its own: a Nix build sandbox has no /usr/bin/env.
+        exe(&bin.join("env"), "\x7fELF");
+        let env = bin.join("env");
+        exe(
+            &lib.join("cli.js"),
+            &format!("#!{} -S node --flag\nrest\n", env.display()),
+        );
         symlink(lib.join("cli.js"), bin.join("npx")).unwrap();
         let path = bin.display().to_string();
         let chain = exec_chain("npx", Some(&path), &root);
-        let env = Path::new("/usr/bin/env").canonicalize().unwrap();
         assert_eq!(
             chain,
             vec![
                 (bin.join("npx"), lib.join("cli.js")),
-                (PathBuf::from("/usr/bin/env"), env),
+                (env.clone(), env),
                 (bin.join("node"), bin.join("node")),
             ]
         );
