@@ -57,7 +57,14 @@ fn check_changes(old: &str, new: &str, changes: &[Change]) -> Result<(), TestCas
         };
         prop_assert!(
             changed(&aligned.ops)
-                <= changed(&align_texts(old, new, context).ops) + 2 * changes.len()
+                <= changed(&align_texts(old, new, context).ops) + 2 * changes.len(),
+            "{} changed lines against {} for one window, {} changes, context {context}: {:?} -> {:?}; {:?}",
+            changed(&aligned.ops),
+            changed(&align_texts(old, new, context).ops),
+            changes.len(),
+            old,
+            new,
+            changes
         );
     }
     Ok(())
