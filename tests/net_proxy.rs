@@ -85,11 +85,35 @@ async fn serve_http(s: &mut TcpStream, seen: &Mutex<Vec<String>>) {
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
-    let head = String::from_utf8_lossy(&buf).to_string();
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&buf[..end]).to_string();
     let path = head.split(' ').nth(1).unwrap_or("/").to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().to_string())
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut got = buf[end..].to_vec();
+    while got.len() < length {
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+        }
+    }
     seen.lock().unwrap().push(head);
     let body = match path.strip_prefix("/bytes/") {
         Some(n) => vec![b'x'; n.parse().unwrap_or(0)],
+        None if length > 0 => format!(
+            "got {} bytes, sha {}\n",
+            got.len(),
+            got.iter()
+                .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(*b as u32))
+        )
+        .into_bytes(),
         None => format!("hello from the origin at {path}\n").into_bytes(),
     };
     let mut reply = format!(
@@ -258,6 +282,37 @@ async fn curl_plain_http_is_forwarded_to_the_checked_origin() {
         r.bytes_down
     );
     assert!(r.start <= r.end);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curl_forwarded_post_carries_its_whole_body() {
+    let origin = Origin::http().await;
+    let (p, mut rx) = proxy(config(&["127.0.0.1"]), allow_all()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("upload");
+    let data: Vec<u8> = (0..150_000u32).map(|i| (i * 7 % 256) as u8).collect();
+    std::fs::write(&file, &data).unwrap();
+    let url = format!("http://origin.test:{}/upload", origin.port);
+    let Some((code, out, err)) = curl(vec![
+        "-x".into(),
+        p.url(),
+        "--data-binary".into(),
+        format!("@{}", file.display()),
+        url,
+    ])
+    .await
+    else {
+        return;
+    };
+    assert_eq!(code, 0, "curl failed: {err}");
+    let sum = data
+        .iter()
+        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(*b as u32));
+    assert_eq!(out, format!("got 150000 bytes, sha {sum}\n"));
+    let seen = origin.requests.lock().unwrap()[0].clone();
+    assert!(seen.starts_with("POST /upload HTTP/1.1\r\n"), "{seen}");
+    let r = next_record(&mut rx).await;
+    assert_eq!(r.bytes_up, (seen.len() + data.len()) as u64);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
