@@ -19,6 +19,7 @@ pub mod edit;
 pub mod guard;
 pub mod mcp;
 pub mod mutation;
+pub mod net;
 pub mod policy;
 pub mod profile;
 pub mod runner;
