@@ -94,6 +94,6 @@ pub mod relay;
 pub mod resolve;
 
 pub use decide::{Decide, Decision, Rules};
-pub use proxy::{Proxy, ProxyConfig};
+pub use proxy::{Door, DoorConfig, Egress, Proxy, ProxyConfig};
 pub use record::{ConnectionRecord, Kind, Outcome, Sink, channel_sink, null_sink};
 pub use resolve::{Resolve, StaticResolver, SystemResolver};

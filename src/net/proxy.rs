@@ -55,51 +55,85 @@ impl Default for ProxyConfig {
     }
 }
 
+/// What every door of one proxy shares: the limits, the resolver, the connection slots.
 struct Shared {
     config: ProxyConfig,
-    decide: Arc<dyn Decide>,
     resolve: Arc<dyn Resolve>,
-    sink: Sink,
     slots: Arc<Semaphore>,
     next_id: AtomicU64,
 }
 
-/// A running proxy; dropping it (or [`Proxy::shutdown`]) stops the listener and ends
-/// every connection, each still recorded.
-pub struct Proxy {
+/// One listener of the proxy and what decides and records its connections: a task's own
+/// door knows the task, so its asks and records name it.
+#[derive(Clone)]
+pub struct DoorConfig {
+    pub decide: Arc<dyn Decide>,
+    pub sink: Sink,
+    /// Copied into each record (the task id).
+    pub label: Option<String>,
+}
+
+/// The proxy's shared part; [`Egress::open`] serves one more listener with it.
+#[derive(Clone)]
+pub struct Egress {
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+}
+
+impl Egress {
+    pub fn new(config: ProxyConfig, resolve: Arc<dyn Resolve>) -> Egress {
+        Egress {
+            shared: Arc::new(Shared {
+                slots: Arc::new(Semaphore::new(config.max_connections)),
+                config,
+                resolve,
+                next_id: AtomicU64::new(1),
+            }),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Serve `listener` (any TCP listener: one on 127.0.0.1, or one a task bound in its
+    /// own network namespace and handed over) until the door is dropped or the proxy
+    /// stops. Call from within a tokio runtime.
+    pub fn open(&self, listener: TcpListener, door: DoorConfig) -> io::Result<Door> {
+        let addr = listener.local_addr()?;
+        let stop = self.stop.child_token();
+        let task = tokio::spawn(accept_loop(
+            listener,
+            self.shared.clone(),
+            Arc::new(door),
+            stop.clone(),
+        ));
+        Ok(Door { addr, stop, task })
+    }
+
+    /// Bind 127.0.0.1 on a port the kernel picks and serve it as a door.
+    pub async fn open_loopback(&self, door: DoorConfig) -> io::Result<Door> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        self.open(listener, door)
+    }
+
+    /// Stop every door and end every connection (each still recorded).
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+}
+
+/// A served listener; dropping it (or [`Door::shutdown`]) stops it and ends its
+/// connections, each still recorded.
+pub struct Door {
     addr: SocketAddr,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl Proxy {
-    /// Binds 127.0.0.1 on a port the kernel picks and serves until stopped.
-    pub async fn start(
-        config: ProxyConfig,
-        decide: Arc<dyn Decide>,
-        resolve: Arc<dyn Resolve>,
-        sink: Sink,
-    ) -> io::Result<Proxy> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        let addr = listener.local_addr()?;
-        let stop = CancellationToken::new();
-        let shared = Arc::new(Shared {
-            slots: Arc::new(Semaphore::new(config.max_connections)),
-            config,
-            decide,
-            resolve,
-            sink,
-            next_id: AtomicU64::new(1),
-        });
-        let task = tokio::spawn(accept_loop(listener, shared, stop.clone()));
-        Ok(Proxy { addr, stop, task })
-    }
-
+impl Door {
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`, for `HTTP_PROXY` and friends.
+    /// `http://ADDR`, for `HTTP_PROXY` and friends.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -111,13 +145,57 @@ impl Proxy {
     }
 }
 
-impl Drop for Proxy {
+impl Drop for Door {
     fn drop(&mut self) {
         self.stop.cancel();
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: CancellationToken) {
+/// A proxy with one door on 127.0.0.1: what tests and single-listener callers need.
+pub struct Proxy {
+    door: Door,
+}
+
+impl Proxy {
+    /// Binds 127.0.0.1 on a port the kernel picks and serves until stopped.
+    pub async fn start(
+        config: ProxyConfig,
+        decide: Arc<dyn Decide>,
+        resolve: Arc<dyn Resolve>,
+        sink: Sink,
+    ) -> io::Result<Proxy> {
+        let egress = Egress::new(config, resolve);
+        let door = egress
+            .open_loopback(DoorConfig {
+                decide,
+                sink,
+                label: None,
+            })
+            .await?;
+        Ok(Proxy { door })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.door.addr()
+    }
+
+    /// `http://127.0.0.1:PORT`, for `HTTP_PROXY` and friends.
+    pub fn url(&self) -> String {
+        self.door.url()
+    }
+
+    /// Stops accepting, ends every connection, and waits for the listener to close.
+    pub async fn shutdown(self) {
+        self.door.shutdown().await
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    door: Arc<DoorConfig>,
+    stop: CancellationToken,
+) {
     loop {
         let accepted = tokio::select! {
             _ = stop.cancelled() => return,
@@ -134,8 +212,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Cancellat
         };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
+        let door = door.clone();
         let stop = stop.child_token();
-        tokio::spawn(async move { connection(stream, peer, shared, stop).await });
+        tokio::spawn(async move { connection(stream, peer, shared, door, stop).await });
     }
 }
 
@@ -153,6 +232,7 @@ async fn connection(
     mut stream: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
+    door: Arc<DoorConfig>,
     stop: CancellationToken,
 ) {
     let start = SystemTime::now();
@@ -175,7 +255,7 @@ async fn connection(
             Outcome::Rejected { status: 503, why }
         }
         Ok(_permit) => tokio::select! {
-            o = serve(&mut stream, &mut conn, &shared) => o,
+            o = serve(&mut stream, &mut conn, &shared, &door) => o,
             _ = stop.cancelled() => {
                 conn.note = Some("the proxy stopped".into());
                 match conn.address {
@@ -187,6 +267,7 @@ async fn connection(
     };
     let record = ConnectionRecord {
         id,
+        task: door.label.clone(),
         client: peer,
         kind: conn.kind,
         host: conn.target.as_ref().map(|t| t.host.clone()),
@@ -199,10 +280,15 @@ async fn connection(
         end: SystemTime::now(),
         note: conn.note,
     };
-    (shared.sink)(record);
+    (door.sink)(record);
 }
 
-async fn serve(stream: &mut TcpStream, conn: &mut Conn, shared: &Shared) -> Outcome {
+async fn serve(
+    stream: &mut TcpStream,
+    conn: &mut Conn,
+    shared: &Shared,
+    door: &DoorConfig,
+) -> Outcome {
     let cfg = &shared.config;
     let mut buf = Vec::new();
     let parsed = head::read_head(
@@ -263,7 +349,7 @@ async fn serve(stream: &mut TcpStream, conn: &mut Conn, shared: &Shared) -> Outc
 
     // The decision, on the host as the proxy reads it.
     if let Decision::Deny { rule, how_to_allow } =
-        shared.decide.decide(&target.host, target.port).await
+        door.decide.decide(&target.host, target.port).await
     {
         return refuse(stream, &target, rule, how_to_allow, shared).await;
     }

@@ -35,6 +35,8 @@ pub enum Outcome {
 pub struct ConnectionRecord {
     /// Unique within one proxy.
     pub id: u64,
+    /// The door's label: the task the connection came from.
+    pub task: Option<String>,
     pub client: SocketAddr,
     pub kind: Kind,
     /// As the proxy judged it (lower case, punycode, canonical address text).
