@@ -213,12 +213,12 @@ fn main() -> ExitCode {
     // The task supervisor is a hidden mode of this binary, dispatched before clap so it
     // starts fast and its arguments are never parsed as whalebox options.
     let mut argv = std::env::args_os().skip(1);
-    if argv.next().as_deref()
-        == Some(std::ffi::OsStr::new(
-            whalebox::shell::supervisor::SUBCOMMAND,
-        ))
-    {
-        whalebox::shell::supervisor::main(argv.collect());
+    match argv.next().as_deref().and_then(|a| a.to_str()) {
+        Some(whalebox::shell::supervisor::SUBCOMMAND) => {
+            whalebox::shell::supervisor::main(argv.collect())
+        }
+        Some(whalebox::net::netns::PROBE_SUBCOMMAND) => whalebox::net::netns::probe_main(),
+        _ => {}
     }
     let cli = Cli::parse();
     let serving = matches!(cli.command, Command::Serve { .. });

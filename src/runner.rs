@@ -28,6 +28,9 @@ pub enum What {
     Shell,
 }
 
+/// The label `whalebox run`'s one command has in the network fence's records.
+const RUN_TASK: &str = "run";
+
 /// Run `what` and return its exit status (128 + N for a signal), or why it could not
 /// start. Approvals go to the terminal when there is one, else the profile's `on_ask`.
 pub fn run(env: &Env, what: What) -> Result<i32, String> {
@@ -100,18 +103,43 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
             vars.push(("PS1".into(), "[whalebox] %~ %# ".into()));
         }
     }
+    // The egress proxy serves on this runtime's threads while we wait for the command.
+    let runtime = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let _in_runtime = runtime.enter();
+    let network = env
+        .task_network("whalebox run")
+        .map_err(|e| format!("{}; {}", e.message, e.next_step))?;
+    if let Some((_, net)) = &network {
+        vars.retain(|(k, _)| !net.env.iter().any(|(n, _)| k.to_str() == Some(n.as_str())));
+        vars.extend(net.env.iter().map(|(k, v)| (k.into(), v.into())));
+    }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find whalebox itself: {e}"))?;
     let mut args: Vec<OsString> = vec![
         supervisor::SUBCOMMAND.into(),
         std::process::id().to_string().into(),
     ];
-    if let Some(s) = &env.sandbox {
+    if let Some(s) = env
+        .task_sandbox(network.as_ref().map(|(_, n)| n))
+        .map_err(|e| e.message.clone())?
+    {
         args.push(supervisor::SANDBOX_FLAG.into());
-        args.push(serde_json::to_string(s).map_err(|e| e.to_string())?.into());
+        args.push(s.into());
     }
     if let Some(socket) = &exec_gate {
         args.push(supervisor::EXEC_GATE_FLAG.into());
         args.push(socket.into());
+    }
+    if let Some((fence, net)) = &network {
+        fence.started(net.token(), Some(RUN_TASK));
+        if let Some(netns) = &net.netns {
+            args.push(supervisor::NETNS_FLAG.into());
+            args.push(netns.into());
+        }
+        if net.connect_port.is_some() {
+            args.push(supervisor::SOCKET_FILTER_FLAG.into());
+            args.push("1".into());
+        }
     }
     args.push("--".into());
     args.push(shell.clone());
@@ -143,6 +171,12 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
     // The supervisor kills what the command left behind, so the pipe closes as it
     // exits; the wait is bounded all the same (a stray holder of the write end).
     let tail = tee.map(|t| t.finish(Duration::from_secs(2)));
+    if let Some((fence, _)) = &network {
+        runtime.block_on(fence.ended(RUN_TASK, Duration::from_millis(500)));
+        for line in fence.report(RUN_TASK).1 {
+            eprintln!("whalebox: {line}");
+        }
+    }
     if code != 0
         && let (Some(tail), Some(sandbox)) = (tail, &env.sandbox)
     {

@@ -47,6 +47,10 @@ pub struct Sandbox {
     #[serde(default)]
     pub server_connect: Vec<u16>,
     pub bind: Vec<u16>,
+    /// A task's egress proxy port when the network fence falls back to Landlock: TCP
+    /// connect is then limited to it (and `connect`), bind left as `network` says.
+    #[serde(default)]
+    pub proxy_port: Option<u16>,
     /// What must exist before the ruleset is built: made by [`Sandbox::create_files`]
     /// when the server enters the sandbox (never by `doctor` or `profile check`).
     #[serde(default)]
@@ -306,6 +310,7 @@ impl Sandbox {
             connect: l.connect.clone(),
             server_connect: extras.server_connect.clone(),
             bind: l.bind.clone(),
+            proxy_port: None,
             create,
             hints: Hints {
                 profile: profile.source_name(),
@@ -447,9 +452,15 @@ impl Sandbox {
             .set_compatibility(level)
             .handle_access(all)
             .map_err(|e| fail(&e))?;
+        let proxy_port = self.proxy_port.filter(|_| layer == Layer::Task);
         if self.network == NetworkMode::Deny {
             ruleset = ruleset
                 .handle_access(AccessNet::from_all(abi))
+                .map_err(|e| fail(&e))?;
+        } else if proxy_port.is_some() {
+            // Connects only: a task may still listen (its own test servers).
+            ruleset = ruleset
+                .handle_access(AccessNet::ConnectTcp)
                 .map_err(|e| fail(&e))?;
         }
         if layer == Layer::Task {
@@ -480,6 +491,11 @@ impl Sandbox {
             created = created
                 .add_rule(PathBeneath::new(fd, access))
                 .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
+        }
+        if let Some(port) = proxy_port {
+            created = created
+                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+                .map_err(|e| fail(&e))?;
         }
         if self.network == NetworkMode::Deny {
             // The server's own layer also lets the server reach what it fetches itself
@@ -837,6 +853,7 @@ mod tests {
             connect: vec![],
             server_connect: vec![],
             bind: vec![],
+            proxy_port: None,
             create: vec![],
             hints: Hints {
                 profile: "/p/ci.toml".into(),

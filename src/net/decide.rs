@@ -58,29 +58,47 @@ pub struct Rules {
     pub allow_unlisted: bool,
 }
 
+/// What the lists say of a host, before anyone is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Denied(Decision),
+    /// In neither list, on an allowed port.
+    Unlisted,
+}
+
 impl Rules {
     pub fn decide_now(&self, host: &str, port: u16) -> Decision {
+        match self.verdict(host, port) {
+            Verdict::Allowed => Decision::Allow,
+            Verdict::Denied(d) => d,
+            Verdict::Unlisted if self.allow_unlisted => Decision::Allow,
+            Verdict::Unlisted => Decision::deny(
+                format!("{host} is not in allow_domains"),
+                format!("add \"{host}\" (or \"*.{host}\" with its subdomains) to allow_domains"),
+            ),
+        }
+    }
+
+    pub fn verdict(&self, host: &str, port: u16) -> Verdict {
         if !self.ports.is_empty() && !self.ports.contains(&port) {
-            return Decision::deny(
+            return Verdict::Denied(Decision::deny(
                 format!("port {port} is not in the allowed ports {:?}", self.ports),
                 format!(
                     "add {port} to the network ports if {host}:{port} is meant to be reachable"
                 ),
-            );
+            ));
         }
         if let Some(p) = self.deny_domains.iter().find(|p| host_matches(p, host)) {
-            return Decision::deny(
+            return Verdict::Denied(Decision::deny(
                 format!("{host} is in deny_domains (`{p}`)"),
                 format!("remove `{p}` from deny_domains"),
-            );
+            ));
         }
-        if self.allow_domains.iter().any(|p| host_matches(p, host)) || self.allow_unlisted {
-            return Decision::Allow;
+        if self.allow_domains.iter().any(|p| host_matches(p, host)) {
+            return Verdict::Allowed;
         }
-        Decision::deny(
-            format!("{host} is not in allow_domains"),
-            format!("add \"{host}\" (or \"*.{host}\" with its subdomains) to allow_domains"),
-        )
+        Verdict::Unlisted
     }
 }
 

@@ -87,13 +87,16 @@
 //!    direct, as ratios.
 
 pub mod decide;
+pub mod fence;
 pub mod head;
+pub mod netns;
 pub mod proxy;
 pub mod record;
 pub mod relay;
 pub mod resolve;
+pub mod sockets;
 
-pub use decide::{Decide, Decision, Rules};
+pub use decide::{Decide, Decision, Rules, Verdict};
 pub use proxy::{Door, DoorConfig, Egress, Proxy, ProxyConfig};
 pub use record::{ConnectionRecord, Kind, Outcome, Sink, channel_sink, null_sink};
 pub use resolve::{Resolve, StaticResolver, SystemResolver};

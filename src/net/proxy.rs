@@ -10,7 +10,7 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -99,13 +99,20 @@ impl Egress {
     pub fn open(&self, listener: TcpListener, door: DoorConfig) -> io::Result<Door> {
         let addr = listener.local_addr()?;
         let stop = self.stop.child_token();
+        let active = Arc::new(AtomicUsize::new(0));
         let task = tokio::spawn(accept_loop(
             listener,
             self.shared.clone(),
             Arc::new(door),
+            active.clone(),
             stop.clone(),
         ));
-        Ok(Door { addr, stop, task })
+        Ok(Door {
+            addr,
+            stop,
+            task,
+            active,
+        })
     }
 
     /// Bind 127.0.0.1 on a port the kernel picks and serve it as a door.
@@ -126,9 +133,15 @@ pub struct Door {
     addr: SocketAddr,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
+    active: Arc<AtomicUsize>,
 }
 
 impl Door {
+    /// Connections accepted and not yet recorded.
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -194,6 +207,7 @@ async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     door: Arc<DoorConfig>,
+    active: Arc<AtomicUsize>,
     stop: CancellationToken,
 ) {
     loop {
@@ -214,7 +228,12 @@ async fn accept_loop(
         let shared = shared.clone();
         let door = door.clone();
         let stop = stop.child_token();
-        tokio::spawn(async move { connection(stream, peer, shared, door, stop).await });
+        let active = active.clone();
+        active.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            connection(stream, peer, shared, door, stop).await;
+            active.fetch_sub(1, Ordering::SeqCst);
+        });
     }
 }
 

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::guard::presets::{self, Excluded, Kind, Preset, PresetChoice, PresetPath};
 
+pub mod network;
+pub use network::NetworkSection;
+
 /// The embedded default profile, used when no `--profile` is given.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
 
@@ -74,6 +77,8 @@ struct ProfileFile {
     input: InputSection,
     #[serde(default)]
     web: WebSection,
+    #[serde(default)]
+    network: NetworkSection,
     /// Upstream MCP servers whalebox starts (fenced) and fronts: the `mcp` group.
     #[serde(default)]
     mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
@@ -641,6 +646,8 @@ pub struct Profile {
     pub todo: TodoSection,
     pub input: InputSection,
     pub web: WebSection,
+    /// Effective: `allow_domains` includes the presets' registry hosts.
+    pub network: NetworkSection,
     pub mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
     pub git: GitSection,
     /// Things that are not errors but deserve a look (a missing read root …).
@@ -990,6 +997,17 @@ impl Profile {
         }
         check_web(&raw.web).map_err(&invalid)?;
         check_mcp_servers(&raw.mcp_servers).map_err(&invalid)?;
+        network::check(&raw.network).map_err(&invalid)?;
+        let mut net = raw.network;
+        if net.preset_domains {
+            for p in &landlock.presets {
+                for host in network::preset_hosts(*p) {
+                    if !net.allow_domains.iter().any(|d| d == host) {
+                        net.allow_domains.push(host.to_string());
+                    }
+                }
+            }
+        }
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
             linked: crate::guard::git::linked_worktree(&workspace),
@@ -1014,6 +1032,7 @@ impl Profile {
             todo,
             input: raw.input,
             web: raw.web,
+            network: net,
             mcp_servers: raw.mcp_servers,
             git,
             warnings,

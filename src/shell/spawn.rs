@@ -37,6 +37,10 @@ pub struct Spec {
     pub sandbox: Option<String>,
     /// The decision server's socket, when the task runs under the kernel exec gate.
     pub exec_gate: Option<PathBuf>,
+    /// The network fence: the supervisor's `--netns` value (its own namespace), and
+    /// whether it installs the socket filter (the Landlock fallback).
+    pub netns: Option<String>,
+    pub socket_filter: bool,
 }
 
 /// How to talk to a started task.
@@ -111,6 +115,14 @@ fn supervisor_argv(spec: &Spec) -> std::io::Result<(PathBuf, Vec<OsString>)> {
     if let Some(socket) = &spec.exec_gate {
         args.push(supervisor::EXEC_GATE_FLAG.into());
         args.push(socket.into());
+    }
+    if let Some(netns) = &spec.netns {
+        args.push(supervisor::NETNS_FLAG.into());
+        args.push(netns.into());
+    }
+    if spec.socket_filter {
+        args.push(supervisor::SOCKET_FILTER_FLAG.into());
+        args.push("1".into());
     }
     args.push("--".into());
     args.extend(spec.argv.iter().cloned());

@@ -31,6 +31,14 @@ pub const SANDBOX_FLAG: &str = "--sandbox";
 /// does not run (exit 126): the server only asks for it where it found it works.
 pub const EXEC_GATE_FLAG: &str = "--exec-gate";
 
+/// `--netns PORT:TOKEN:SOCKET`: move into a new network namespace, bind the egress
+/// proxy's PORT on its loopback and hand that listener to the server at SOCKET (see
+/// `net::netns`). If that fails the task does not run (exit 126).
+pub const NETNS_FLAG: &str = "--netns";
+/// `--socket-filter 1`: refuse UDP, raw and non-TCP internet sockets (`net::sockets`),
+/// the fallback network fence beside Landlock's TCP port rule.
+pub const SOCKET_FILTER_FLAG: &str = "--socket-filter";
+
 static HANGUP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_hangup(_: libc_int) {
@@ -66,6 +74,8 @@ pub fn main(args: Vec<OsString>) -> ! {
     };
     let sandbox = option(SANDBOX_FLAG);
     let exec_gate = option(EXEC_GATE_FLAG);
+    let netns = option(NETNS_FLAG);
+    let socket_filter = option(SOCKET_FILTER_FLAG).is_some();
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
         eprintln!("whalebox {SUBCOMMAND}: usage: SERVER_PID -- SHELL ARGS…");
         std::process::exit(2);
@@ -85,8 +95,17 @@ pub fn main(args: Vec<OsString>) -> ! {
         // The server died before the parent-death signal was armed.
         std::process::exit(129);
     }
+    if let Some(spec) = netns {
+        enter_network_namespace(spec);
+    }
     if let Some(spec) = sandbox {
         enter_sandbox(spec);
+    }
+    if socket_filter && let Err(e) = crate::net::sockets::install() {
+        eprintln!(
+            "whalebox: the network fence could not be installed: {e}; not running the command"
+        );
+        std::process::exit(126);
     }
     let status = match exec_gate {
         Some(socket) => gated(shell, shell_args, socket),
@@ -221,6 +240,30 @@ fn children_of(pid: Pid) -> Vec<Pid> {
         }
     }
     out
+}
+
+/// The task's own network namespace, its only way out the server's proxy.
+fn enter_network_namespace(spec: &OsString) {
+    let fail = |why: String| -> ! {
+        eprintln!(
+            "whalebox: the network fence could not be set up: {why}; not running the command"
+        );
+        std::process::exit(126);
+    };
+    let text = spec.to_str().unwrap_or_default();
+    let mut parts = text.splitn(3, ':');
+    let (Some(port), Some(token), Some(socket)) = (parts.next(), parts.next(), parts.next()) else {
+        fail(format!("a bad {NETNS_FLAG} value {text:?}"));
+    };
+    let Ok(port) = port.parse::<u16>() else {
+        fail(format!("a bad port in {NETNS_FLAG} {text:?}"));
+    };
+    if let Err(e) = crate::net::netns::enter() {
+        fail(e);
+    }
+    if let Err(e) = crate::net::netns::hand_over(std::path::Path::new(socket), token, port) {
+        fail(e);
+    }
 }
 
 /// The task's own Landlock layer, on top of whatever the server has: the same paths,

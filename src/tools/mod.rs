@@ -24,10 +24,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::boundary::{ApproverSlot, DecisionServer, GatedShell};
+use crate::core::{Code, ToolError};
 use crate::core::{Registry, RegistryError};
 use crate::guard::PathGuard;
 use crate::guard::landlock::{Extras, Layer, Sandbox, Status};
 use crate::mutation::{Ledger, Stripes};
+use crate::net::fence::{NetworkFence, TaskNet};
 use crate::policy::Policy;
 use crate::profile::ExecBoundary;
 use crate::profile::Profile;
@@ -76,6 +78,8 @@ pub struct Env {
     /// enforces of them once [`Env::enter_sandbox`] ran.
     pub sandbox: Option<Sandbox>,
     sandbox_status: std::sync::OnceLock<Status>,
+    /// The network fence (`[network]`), made with the first task.
+    network: std::sync::OnceLock<Result<Option<Arc<NetworkFence>>, String>>,
 }
 
 /// The shell a command gets with respect to the exec boundary.
@@ -222,6 +226,7 @@ impl Env {
             private,
             sandbox: None,
             sandbox_status: std::sync::OnceLock::new(),
+            network: std::sync::OnceLock::new(),
         };
         env.sandbox = env.build_sandbox()?;
         Ok(env)
@@ -449,6 +454,67 @@ impl Env {
     }
 
     /// The exec boundary if a shell call has started it (never starts it).
+    /// The session's network fence: None with `[network] mode = "off"`; Err when
+    /// `mode = "enforce"` cannot be met here.
+    pub fn network(&self) -> Result<Option<Arc<NetworkFence>>, String> {
+        self.network
+            .get_or_init(|| {
+                let landlock_on = self.sandbox.is_some();
+                let enforcement = crate::net::fence::detect_cached(landlock_on);
+                NetworkFence::new(
+                    &self.profile.network,
+                    crate::net::fence::FenceSettings {
+                        on_ask: self.profile.shell.on_ask,
+                        approver: self.approver.clone(),
+                        ask_timeout: std::time::Duration::from_millis(
+                            self.profile.input.timeout_ms,
+                        ),
+                        audit_log: self.profile.shell.audit_log.clone(),
+                        run_dir: self.private.run.clone(),
+                    },
+                    enforcement,
+                )
+                .map(|f| f.map(Arc::new))
+            })
+            .clone()
+    }
+
+    /// The network fence's part of a task that is about to start (None: no fence).
+    pub fn task_network(
+        &self,
+        command: &str,
+    ) -> Result<Option<(Arc<NetworkFence>, TaskNet)>, ToolError> {
+        let fence = self.network().map_err(|why| {
+            ToolError::new(
+                Code::Unsupported,
+                why,
+                "see `whalebox doctor`; or set [network] mode = \"best-effort\" in the profile",
+            )
+        })?;
+        match fence {
+            None => Ok(None),
+            Some(f) => {
+                let net = f.prepare(command).map_err(|e| {
+                    ToolError::internal(format!("cannot set up the command's network fence: {e}"))
+                })?;
+                Ok(Some((f, net)))
+            }
+        }
+    }
+
+    /// The task's Landlock layer as the supervisor gets it: the session's, with the
+    /// network fence's proxy port when it falls back to Landlock.
+    pub fn task_sandbox(&self, net: Option<&TaskNet>) -> Result<Option<String>, ToolError> {
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(None);
+        };
+        let mut sandbox = sandbox.clone();
+        sandbox.proxy_port = net.and_then(|n| n.connect_port);
+        serde_json::to_string(&sandbox)
+            .map(Some)
+            .map_err(|e| ToolError::internal(format!("cannot hand the sandbox to the task: {e}")))
+    }
+
     pub fn started_gate(&self) -> Option<Arc<Gate>> {
         self.gate.get().and_then(|g| g.as_ref().ok().cloned())
     }

@@ -441,6 +441,7 @@ impl ShellRun {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let call_env: Vec<(String, String)> = a.env.into_iter().collect();
+        let network = env.task_network(&a.command)?;
         let spec = Spec {
             mode,
             argv: spawn::shell_argv(&shell, &a.command, cfg.rc_files),
@@ -469,17 +470,20 @@ impl ShellRun {
                 // The boundary's variables come last: nothing the call sets can change them.
                 vars.retain(|(k, _)| !k.starts_with("WHALEBOX_GATE"));
                 vars.extend(gate_env);
+                if let Some((_, net)) = &network {
+                    vars.retain(|(k, _)| !net.env.iter().any(|(n, _)| n == k));
+                    vars.extend(net.env.iter().cloned());
+                }
                 vars
             },
             rows: cfg.pty_rows,
             cols: cfg.pty_cols,
             exec_gate,
-            sandbox: match &env.sandbox {
-                Some(s) => Some(serde_json::to_string(s).map_err(|e| {
-                    ToolError::internal(format!("cannot hand the sandbox to the task: {e}"))
-                })?),
-                None => None,
-            },
+            sandbox: env.task_sandbox(network.as_ref().map(|(_, n)| n))?,
+            netns: network.as_ref().and_then(|(_, n)| n.netns.clone()),
+            socket_filter: network
+                .as_ref()
+                .is_some_and(|(_, n)| n.connect_port.is_some()),
         };
         // The retry that brings a person's answer to an approval (2026-07-28): the task
         // is the one that asked; nothing new starts.
@@ -487,9 +491,13 @@ impl ShellRun {
             let (task, note) = resumed?;
             notes.extend(note);
             wait_for(env, &task, Duration::from_millis(yield_ms), &ctx).await?;
-            return report(env, &task, &notes);
+            return report_with_network(env, &task, &notes).await;
         }
-        let task = match env.tasks.start(&a.command, spec) {
+        let started = env.tasks.start(&a.command, spec);
+        if let Some((fence, net)) = &network {
+            fence.started(net.token(), started.as_ref().ok().map(|t| t.id.as_str()));
+        }
+        let task = match started {
             Ok(t) => t,
             Err(StartError::Full { live }) => {
                 return Err(ToolError::new(
@@ -515,7 +523,8 @@ impl ShellRun {
                 obj.insert("landlock".into(), sandbox.clone());
             }
         };
-        report(env, &task, &notes)
+        report_with_network(env, &task, &notes)
+            .await
             .map(|mut out| {
                 with_boundary(&mut out.data);
                 out
@@ -525,6 +534,43 @@ impl ShellRun {
                 err
             })
     }
+}
+
+/// The network part of a task's result: `data.network`, and a note per refused host.
+/// A task that ended has its proxy door closed once its last connections are recorded.
+async fn network_report(env: &Env, task: &Task) -> Option<(Value, Vec<String>)> {
+    let fence = env.network().ok().flatten()?;
+    if !task.is_running() {
+        fence.ended(&task.id, Duration::from_millis(500)).await;
+    }
+    Some(fence.report(&task.id))
+}
+
+/// `report`, with the network's part added.
+async fn report_with_network(
+    env: &Env,
+    task: &Task,
+    notes: &[String],
+) -> Result<ToolOutput, ToolError> {
+    let network = network_report(env, task).await;
+    let mut notes = notes.to_vec();
+    if let Some((_, lines)) = &network {
+        notes.extend(lines.iter().cloned());
+    }
+    let add = |data: &mut Value| {
+        if let (Some(obj), Some((net, _))) = (data.as_object_mut(), &network) {
+            obj.insert("network".into(), net.clone());
+        }
+    };
+    report(env, task, &notes)
+        .map(|mut out| {
+            add(&mut out.data);
+            out
+        })
+        .map_err(|mut err| {
+            add(&mut err.data);
+            err
+        })
 }
 
 /// Wait for `task` at most `limit`. On the 2026-07-28 lifecycle an approval the task is
@@ -629,7 +675,7 @@ impl Tool for ShellWait {
                 &ctx,
             )
             .await?;
-            report(&self.env, &task, &notes)
+            report_with_network(&self.env, &task, &notes).await
         })
     }
 }
@@ -755,7 +801,7 @@ impl Tool for WriteStdin {
                 .unwrap_or(DEFAULT_STDIN_WAIT_MS)
                 .min(MAX_STDIN_WAIT_MS);
             task.wait(Duration::from_millis(wait)).await;
-            report(&self.env, &task, &[])
+            report_with_network(&self.env, &task, &[]).await
         })
     }
 }
@@ -803,12 +849,14 @@ impl Tool for ShellCancel {
             } else {
                 "the task had already ended".to_string()
             };
-            report(&self.env, &task, std::slice::from_ref(&note)).map(|mut out| {
-                if let Some(obj) = out.data.as_object_mut() {
-                    obj.insert("cancel".into(), json!(note));
-                }
-                out
-            })
+            report_with_network(&self.env, &task, std::slice::from_ref(&note))
+                .await
+                .map(|mut out| {
+                    if let Some(obj) = out.data.as_object_mut() {
+                        obj.insert("cancel".into(), json!(note));
+                    }
+                    out
+                })
         })
     }
 }

@@ -427,10 +427,17 @@ impl Upstream {
                 exec_argv[0] = found.display().to_string();
             }
         }
-        let sandbox = match &env.sandbox {
-            Some(s) => Some(serde_json::to_string(s).map_err(|e| Start::Failed(e.to_string()))?),
-            None => None,
-        };
+        // Its connections go through the session's egress proxy like a command's.
+        let network = env
+            .task_network(&argv.join(" "))
+            .map_err(|e| Start::Refused(e.message.clone()))?;
+        if let Some((_, net)) = &network {
+            vars.retain(|(k, _)| !net.env.iter().any(|(n, _)| n == k));
+            vars.extend(net.env.iter().cloned());
+        }
+        let sandbox = env
+            .task_sandbox(network.as_ref().map(|(_, n)| n))
+            .map_err(|e| Start::Failed(e.message.clone()))?;
         let spec = Spec {
             mode: spawn::Mode::Pipe,
             argv: exec_argv.iter().map(Into::into).collect(),
@@ -440,8 +447,17 @@ impl Upstream {
             cols: 80,
             sandbox,
             exec_gate,
+            netns: network.as_ref().and_then(|(_, n)| n.netns.clone()),
+            socket_filter: network
+                .as_ref()
+                .is_some_and(|(_, n)| n.connect_port.is_some()),
         };
-        let started = spawn::start_stdio(spec)
+        let started = spawn::start_stdio(spec);
+        if let Some((fence, net)) = &network {
+            let label = format!("mcp:{}", self.name);
+            fence.started(net.token(), started.as_ref().ok().map(|_| label.as_str()));
+        }
+        let started = started
             .map_err(|e| Start::Failed(format!("cannot start `{}`: {e}", argv.join(" "))))?;
         let pid = started.pid;
         // This start's stderr only: a failure is explained by what it printed.

@@ -1,0 +1,748 @@
+//! A session's network fence: the `[network]` profile section made real. One proxy
+//! ([`Egress`]) per session, started with the first task; each task gets its own door
+//! (so its records, asks and refusals name it), the variables that point its tools at
+//! the door, and the kernel fence this machine allows:
+//!
+//! - **namespace**: the task's supervisor makes a network namespace and hands the door's
+//!   listener over ([`super::netns`]); nothing else leaves, TCP or UDP;
+//! - **landlock**: Landlock lets TCP connect to the door's port only, and a seccomp
+//!   filter refuses UDP, raw and other non-TCP internet sockets ([`super::sockets`]);
+//! - **variables only**: neither works here; tools that honour the proxy variables go
+//!   through it, anything else goes straight out (`mode = "enforce"` refuses to run).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::decide::{Decide, Decision, DecisionFuture, Rules, Verdict};
+use super::proxy::{Door, DoorConfig, Egress, ProxyConfig};
+use super::record::{ConnectionRecord, Kind, Outcome, Sink};
+use super::resolve::{Resolve, StaticResolver, SystemResolver};
+use super::{netns, sockets};
+use crate::boundary::{Approval, ApprovalRequest, ApproverSlot, OnAsk};
+use crate::profile::network::{FenceMode, NetworkSection, OnNewDomain};
+
+/// The port a task's door listens on inside its own namespace (any port is free there).
+pub const NAMESPACE_PORT: u16 = 3128;
+
+/// How a task's connections are kept to the proxy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Enforcement {
+    /// Each task in its own network namespace.
+    Namespace { user_namespace: bool },
+    /// Landlock TCP connect to the door's port, and the socket filter.
+    Landlock { abi: i32 },
+    /// Only the variables: nothing in the kernel.
+    VariablesOnly { why: String },
+}
+
+impl Enforcement {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Enforcement::Namespace { .. } => "namespace",
+            Enforcement::Landlock { .. } => "landlock",
+            Enforcement::VariablesOnly { .. } => "variables-only",
+        }
+    }
+
+    /// What a task can still reach without the proxy.
+    pub fn still_open(&self) -> Vec<String> {
+        match self {
+            Enforcement::Namespace { .. } => vec![
+                "pathname unix sockets the file fences leave reachable (Landlock before ABI 9 does not restrict connecting to them)".into(),
+            ],
+            Enforcement::Landlock { .. } => vec![
+                "TCP to any address on the proxy's port number".into(),
+                "pathname unix sockets the file fences leave reachable".into(),
+                "loopback services of this machine other than the proxy are closed too (Landlock decides by port, not address)".into(),
+            ],
+            Enforcement::VariablesOnly { why } => vec![format!(
+                "everything: a program that ignores HTTP_PROXY connects directly ({why})"
+            )],
+        }
+    }
+
+    /// One line for `whalebox doctor` and the server's instructions.
+    pub fn describe(&self) -> String {
+        match self {
+            Enforcement::Namespace {
+                user_namespace: false,
+            } => "each command in its own network namespace: the proxy is its only way out".into(),
+            Enforcement::Namespace {
+                user_namespace: true,
+            } => "each command in its own (unprivileged) network namespace: the proxy is its only way out".into(),
+            Enforcement::Landlock { abi } => format!(
+                "no network namespaces here; Landlock (ABI {abi}) lets TCP connect to the proxy's port only, seccomp refuses UDP and raw sockets"
+            ),
+            Enforcement::VariablesOnly { why } => format!(
+                "only the proxy variables, no kernel fence ({why}): a program that ignores them connects directly"
+            ),
+        }
+    }
+}
+
+/// Find the strongest enforcement this machine allows.
+pub fn detect() -> Enforcement {
+    let ns_err = match netns::probe() {
+        Ok(made) => {
+            return Enforcement::Namespace {
+                user_namespace: made == netns::Made::WithUser,
+            };
+        }
+        Err(e) => e,
+    };
+    let abi = crate::guard::landlock::kernel_abi();
+    let filter = sockets::filter();
+    match (abi >= 4, filter) {
+        (true, Ok(_)) => Enforcement::Landlock { abi },
+        (false, _) => Enforcement::VariablesOnly {
+            why: format!("{ns_err}; and Landlock ABI {abi} has no TCP rules (needs 4)"),
+        },
+        (true, Err(e)) => Enforcement::VariablesOnly {
+            why: format!("{ns_err}; and the socket filter: {e}"),
+        },
+    }
+}
+
+/// [`detect`] once per process (it starts a probe process), for a session with or
+/// without Landlock (the fallback needs it).
+pub fn detect_cached(landlock_on: bool) -> Enforcement {
+    static FOUND: OnceLock<Enforcement> = OnceLock::new();
+    let found = FOUND.get_or_init(detect).clone();
+    match found {
+        Enforcement::Landlock { .. } if !landlock_on => Enforcement::VariablesOnly {
+            why: "no network namespaces here, and [landlock] mode = \"off\" leaves no fallback"
+                .into(),
+        },
+        other => other,
+    }
+}
+
+/// What a task's spawn needs from the fence.
+#[derive(Debug, Clone)]
+pub struct TaskNet {
+    token: String,
+    /// Set for the task (last: nothing the call sets replaces them).
+    pub env: Vec<(String, String)>,
+    /// The supervisor's `--netns` value (namespace enforcement).
+    pub netns: Option<String>,
+    /// The Landlock connect port and the socket filter (landlock enforcement).
+    pub connect_port: Option<u16>,
+}
+
+impl TaskNet {
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+/// What one task reached and was refused, for its results.
+#[derive(Debug, Default, Clone)]
+struct TaskLog {
+    reached: BTreeMap<(String, u16), Reached>,
+    refused: BTreeMap<(String, u16), Refused>,
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+struct Reached {
+    connections: u64,
+    bytes_up: u64,
+    bytes_down: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Refused {
+    rule: String,
+    how_to_allow: String,
+    times: u64,
+}
+
+/// Hosts one task may keep in its log (a scanner must not grow memory without bound).
+const LOG_HOSTS: usize = 200;
+
+struct Entry {
+    task: Option<String>,
+    command: String,
+    door: Option<Door>,
+    log: TaskLog,
+}
+
+struct Inner {
+    section: NetworkSection,
+    rules: Rules,
+    enforcement: Enforcement,
+    on_ask: OnAsk,
+    approver: ApproverSlot,
+    ask_timeout: Duration,
+    /// Hosts a person answered for, this session: true allowed.
+    answered: Mutex<HashMap<String, bool>>,
+    entries: Mutex<HashMap<String, Entry>>,
+    audit: Option<Mutex<std::fs::File>>,
+    next_token: AtomicU64,
+}
+
+impl std::fmt::Debug for NetworkFence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NetworkFence({})", self.inner.enforcement.name())
+    }
+}
+
+/// A session's network fence.
+pub struct NetworkFence {
+    inner: Arc<Inner>,
+    run_dir: PathBuf,
+    egress: OnceLock<Egress>,
+    /// The namespace hand-over socket, started with the first namespaced task.
+    handoff: OnceLock<Result<PathBuf, String>>,
+    runtime: OnceLock<tokio::runtime::Handle>,
+}
+
+/// Who settles an `ask` and where refusals are written.
+pub struct FenceSettings {
+    pub on_ask: OnAsk,
+    pub approver: ApproverSlot,
+    pub ask_timeout: Duration,
+    pub audit_log: Option<PathBuf>,
+    /// The server's private run directory (the hand-over socket's home).
+    pub run_dir: PathBuf,
+}
+
+impl NetworkFence {
+    /// None when `[network] mode = "off"`. Err: `mode = "enforce"` and this machine has
+    /// no kernel fence for it.
+    pub fn new(
+        section: &NetworkSection,
+        settings: FenceSettings,
+        enforcement: Enforcement,
+    ) -> Result<Option<NetworkFence>, String> {
+        if section.mode == FenceMode::Off {
+            return Ok(None);
+        }
+        if section.mode == FenceMode::Enforce
+            && let Enforcement::VariablesOnly { why } = &enforcement
+        {
+            return Err(format!(
+                "[network] mode = \"enforce\", but this machine can fence neither by network namespace nor by Landlock and seccomp: {why}"
+            ));
+        }
+        let audit = match &settings.audit_log {
+            Some(p) => {
+                let mut opts = std::fs::OpenOptions::new();
+                opts.create(true).append(true);
+                std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+                Some(Mutex::new(opts.open(p).map_err(|e| {
+                    format!("cannot open the audit log {}: {e}", p.display())
+                })?))
+            }
+            None => None,
+        };
+        let rules = Rules {
+            allow_domains: section.allow_domains.clone(),
+            deny_domains: section.deny_domains.clone(),
+            ports: section.ports.clone(),
+            allow_unlisted: section.on_new_domain == OnNewDomain::Allow,
+        };
+        Ok(Some(NetworkFence {
+            inner: Arc::new(Inner {
+                section: section.clone(),
+                rules,
+                enforcement,
+                on_ask: settings.on_ask,
+                approver: settings.approver,
+                ask_timeout: settings.ask_timeout,
+                answered: Mutex::default(),
+                entries: Mutex::default(),
+                audit,
+                next_token: AtomicU64::new(1),
+            }),
+            run_dir: settings.run_dir,
+            egress: OnceLock::new(),
+            handoff: OnceLock::new(),
+            runtime: OnceLock::new(),
+        }))
+    }
+
+    pub fn enforcement(&self) -> &Enforcement {
+        &self.inner.enforcement
+    }
+
+    fn egress(&self) -> Result<&Egress, String> {
+        if let Some(e) = self.egress.get() {
+            return Ok(e);
+        }
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| "the network fence needs the async runtime".to_string())?;
+        let _ = self.runtime.set(handle);
+        let s = &self.inner.section;
+        let config = ProxyConfig {
+            allow_private: crate::web::address::AllowList::parse(&s.allow_private)?,
+            max_connections: s.max_connections,
+            idle_timeout: Duration::from_secs(s.idle_timeout_s),
+            ..ProxyConfig::default()
+        };
+        let resolve: Arc<dyn Resolve> = if s.hosts.is_empty() {
+            Arc::new(SystemResolver)
+        } else {
+            // The map's names only: a profile with a host map is for a closed network.
+            let mut map = StaticResolver::new();
+            for (name, addrs) in &s.hosts {
+                map = map.with(name, &addrs.addrs());
+            }
+            Arc::new(map)
+        };
+        Ok(self.egress.get_or_init(|| Egress::new(config, resolve)))
+    }
+
+    /// Make `command`'s network before it is spawned: a door, its variables, and what
+    /// the supervisor must do. Call [`NetworkFence::started`] with the task id after.
+    pub fn prepare(&self, command: &str) -> Result<TaskNet, String> {
+        let egress = self.egress()?.clone();
+        let n = self.inner.next_token.fetch_add(1, Ordering::Relaxed);
+        let token = format!("n{n}-{}", random_hex());
+        let (url, netns, connect_port, door, no_proxy) = match &self.inner.enforcement {
+            Enforcement::Namespace { .. } => {
+                let socket = self.handoff_socket()?;
+                let arg = format!("{NAMESPACE_PORT}:{token}:{}", socket.display());
+                (
+                    format!("http://127.0.0.1:{NAMESPACE_PORT}"),
+                    Some(arg),
+                    None,
+                    None,
+                    // The namespace's loopback is the task's own: its servers, nobody else's.
+                    "localhost,127.0.0.1,::1",
+                )
+            }
+            _ => {
+                let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+                    .and_then(|l| l.set_nonblocking(true).map(|_| l))
+                    .map_err(|e| format!("cannot open the proxy's port: {e}"))?;
+                let door = self.open_door(&egress, listener, &token)?;
+                let port = door.addr().port();
+                let landlock = matches!(self.inner.enforcement, Enforcement::Landlock { .. });
+                (
+                    door.url(),
+                    None,
+                    landlock.then_some(port),
+                    Some(door),
+                    // Loopback is this machine's: through the proxy, which refuses it.
+                    "",
+                )
+            }
+        };
+        self.inner.entries.lock().map_err(|_| "poisoned")?.insert(
+            token.clone(),
+            Entry {
+                task: None,
+                command: command.to_string(),
+                door,
+                log: TaskLog::default(),
+            },
+        );
+        let mut env = Vec::new();
+        for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+            env.push((name.to_string(), url.clone()));
+            env.push((name.to_ascii_lowercase(), url.clone()));
+        }
+        env.push(("NO_PROXY".into(), no_proxy.into()));
+        env.push(("no_proxy".into(), no_proxy.into()));
+        // Node's built-in fetch reads the variables only when told to (Node 24+).
+        env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+        Ok(TaskNet {
+            token,
+            env,
+            netns,
+            connect_port,
+        })
+    }
+
+    /// The task `prepare`d under `token` started as `task_id` (or did not start: None,
+    /// and its door closes).
+    pub fn started(&self, token: &str, task_id: Option<&str>) {
+        if let Ok(mut entries) = self.inner.entries.lock() {
+            match task_id {
+                Some(id) => {
+                    if let Some(e) = entries.get_mut(token) {
+                        e.task = Some(id.to_string());
+                    }
+                }
+                None => {
+                    entries.remove(token);
+                }
+            }
+        }
+    }
+
+    /// The task ended: let the proxy record what its last connections did (its
+    /// processes are gone, so their sockets are closing), at most `patience`, then close
+    /// its door.
+    pub async fn ended(&self, task_id: &str, patience: Duration) {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            let active = self.inner.entries.lock().ok().map(|entries| {
+                entries
+                    .values()
+                    .filter(|e| e.task.as_deref() == Some(task_id))
+                    .filter_map(|e| e.door.as_ref().map(Door::active))
+                    .sum::<usize>()
+            });
+            if active.unwrap_or(0) == 0 || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if let Ok(mut entries) = self.inner.entries.lock() {
+            for e in entries.values_mut() {
+                if e.task.as_deref() == Some(task_id) {
+                    e.door = None;
+                }
+            }
+        }
+    }
+
+    fn open_door(
+        &self,
+        egress: &Egress,
+        listener: std::net::TcpListener,
+        token: &str,
+    ) -> Result<Door, String> {
+        let handle = self
+            .runtime
+            .get()
+            .ok_or("the network fence has no runtime yet")?;
+        let _entered = handle.enter();
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| format!("cannot serve the proxy's port: {e}"))?;
+        let decide: Arc<dyn Decide> = Arc::new(TaskDecide {
+            inner: self.inner.clone(),
+            token: token.to_string(),
+        });
+        let inner = self.inner.clone();
+        let tok = token.to_string();
+        let sink: Sink = Arc::new(move |r| inner.record(&tok, r));
+        egress
+            .open(
+                listener,
+                DoorConfig {
+                    decide,
+                    sink,
+                    label: Some(token.to_string()),
+                },
+            )
+            .map_err(|e| format!("cannot serve the proxy's port: {e}"))
+    }
+
+    /// The hand-over socket, started once: a thread accepts each namespaced task's
+    /// listener and opens its door.
+    fn handoff_socket(&self) -> Result<PathBuf, String> {
+        self.handoff
+            .get_or_init(|| {
+                let path = self.run_dir.join("net.sock");
+                let _ = std::fs::remove_file(&path);
+                let listener = UnixListener::bind(&path).map_err(|e| {
+                    format!(
+                        "cannot make the network hand-over socket {}: {e}",
+                        path.display()
+                    )
+                })?;
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let me = Handoff {
+                    inner: self.inner.clone(),
+                    egress: self.egress.get().cloned().ok_or("no proxy yet")?,
+                    runtime: self.runtime.get().cloned().ok_or("no runtime yet")?,
+                };
+                std::thread::Builder::new()
+                    .name("whalebox-net-handoff".into())
+                    .spawn(move || {
+                        for conn in listener.incoming() {
+                            let Ok(mut conn) = conn else { break };
+                            let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+                            me.serve(&mut conn);
+                        }
+                    })
+                    .map_err(|e| format!("cannot start the hand-over thread: {e}"))?;
+                Ok(path)
+            })
+            .clone()
+    }
+
+    /// `data.network` for a task, and lines for its text (refusals, with how to allow).
+    pub fn report(&self, task_id: &str) -> (Value, Vec<String>) {
+        let entries = self.inner.entries.lock();
+        let log = entries
+            .ok()
+            .and_then(|e| {
+                e.values()
+                    .find(|e| e.task.as_deref() == Some(task_id))
+                    .map(|e| e.log.clone())
+            })
+            .unwrap_or_default();
+        let mut lines = Vec::new();
+        for ((host, port), r) in &log.refused {
+            lines.push(format!(
+                "network: {host}:{port} refused ({}). To allow it: {}",
+                r.rule, r.how_to_allow
+            ));
+        }
+        let reached: Vec<Value> = log
+            .reached
+            .iter()
+            .map(|((host, port), r)| json!({"host": host, "port": port, "connections": r.connections, "bytes_up": r.bytes_up, "bytes_down": r.bytes_down}))
+            .collect();
+        let refused: Vec<Value> = log
+            .refused
+            .iter()
+            .map(|((host, port), r)| json!({"host": host, "port": port, "rule": r.rule, "how_to_allow": r.how_to_allow, "times": r.times}))
+            .collect();
+        let data = json!({
+            "enforcement": self.inner.enforcement.name(),
+            "still_open": self.inner.enforcement.still_open(),
+            "reached": reached,
+            "refused": refused,
+        });
+        (data, lines)
+    }
+}
+
+/// The hand-over thread's state.
+struct Handoff {
+    inner: Arc<Inner>,
+    egress: Egress,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Handoff {
+    fn serve(&self, conn: &mut std::os::unix::net::UnixStream) {
+        let served = match netns::receive(conn) {
+            Ok((token, listener)) => self.open(&token, listener),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &served {
+            tracing::warn!("network hand-over refused: {e}");
+        }
+        netns::acknowledge(conn, served.is_ok());
+    }
+
+    fn open(&self, token: &str, listener: std::net::TcpListener) -> Result<(), String> {
+        let mut entries = self.inner.entries.lock().map_err(|_| "poisoned")?;
+        let entry = entries
+            .get_mut(token)
+            .ok_or("an unknown token (not a task this session started)")?;
+        if entry.door.is_some() {
+            return Err("this task already has its door".into());
+        }
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("nonblocking: {e}"))?;
+        let _entered = self.runtime.enter();
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| format!("cannot serve the handed-over port: {e}"))?;
+        let inner = self.inner.clone();
+        let tok = token.to_string();
+        let sink: Sink = Arc::new(move |r| inner.record(&tok, r));
+        let door = self
+            .egress
+            .open(
+                listener,
+                DoorConfig {
+                    decide: Arc::new(TaskDecide {
+                        inner: self.inner.clone(),
+                        token: token.to_string(),
+                    }),
+                    sink,
+                    label: Some(token.to_string()),
+                },
+            )
+            .map_err(|e| format!("cannot serve the handed-over port: {e}"))?;
+        entry.door = Some(door);
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn task_of(&self, token: &str) -> (Option<String>, String) {
+        self.entries
+            .lock()
+            .ok()
+            .and_then(|e| e.get(token).map(|e| (e.task.clone(), e.command.clone())))
+            .unwrap_or((None, String::new()))
+    }
+
+    fn record(&self, token: &str, r: ConnectionRecord) {
+        let (task, command) = self.task_of(token);
+        if let Some(audit) = &self.audit {
+            let secs = |t: SystemTime| {
+                t.duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0)
+            };
+            let (decision, rule, why) = match &r.outcome {
+                Outcome::Allowed => ("allow", None, None),
+                Outcome::Denied { rule, .. } => ("deny", Some(rule.clone()), None),
+                Outcome::Failed { why } => ("failed", None, Some(why.clone())),
+                Outcome::Rejected { why, .. } => ("rejected", None, Some(why.clone())),
+            };
+            let line = json!({
+                "ts": secs(r.start),
+                "kind": "network",
+                "task": task,
+                "command": command,
+                "request": match r.kind { Kind::Connect => "connect", Kind::Forward => "http", Kind::Unknown => "unknown" },
+                "host": r.host,
+                "port": r.port,
+                "address": r.address.map(|a| a.ip().to_string()),
+                "decision": decision,
+                "rule": rule,
+                "why": why,
+                "bytes_up": r.bytes_up,
+                "bytes_down": r.bytes_down,
+                "duration_ms": r.end.duration_since(r.start).map(|d| d.as_millis() as u64).unwrap_or(0),
+                "note": r.note,
+            });
+            if let Ok(mut f) = audit.lock() {
+                let _ = writeln!(f, "{line}");
+            }
+        }
+        let Some(host) = r.host.clone() else { return };
+        let key = (host, r.port.unwrap_or(0));
+        if let Ok(mut entries) = self.entries.lock()
+            && let Some(e) = entries.get_mut(token)
+        {
+            let log = &mut e.log;
+            let full = log.reached.len() + log.refused.len() >= LOG_HOSTS;
+            match r.outcome {
+                Outcome::Denied { rule, how_to_allow } => {
+                    if let Some(seen) = log.refused.get_mut(&key) {
+                        seen.times += 1;
+                    } else if !full {
+                        log.refused.insert(
+                            key,
+                            Refused {
+                                rule,
+                                how_to_allow,
+                                times: 1,
+                            },
+                        );
+                    }
+                }
+                Outcome::Allowed => {
+                    if full && !log.reached.contains_key(&key) {
+                        return;
+                    }
+                    let seen = log.reached.entry(key).or_default();
+                    seen.connections += 1;
+                    seen.bytes_up += r.bytes_up;
+                    seen.bytes_down += r.bytes_down;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Ask about a host no list names; remembered for the session.
+    fn ask(&self, token: &str, host: &str, port: u16) -> Decision {
+        if let Some(allowed) = self.answered.lock().ok().and_then(|a| a.get(host).copied()) {
+            return if allowed {
+                Decision::Allow
+            } else {
+                Decision::deny(
+                    format!("{host} was declined by the person earlier in this session"),
+                    format!("add \"{host}\" to [network] allow_domains in the profile"),
+                )
+            };
+        }
+        let (task_id, _) = self.task_of(token);
+        let reason = format!(
+            "[network] on_new_domain = \"ask\": {host} is in no allow or deny list; the first connection to it in this session"
+        );
+        let answer = self.approver.get().and_then(|ask| {
+            ask(&ApprovalRequest {
+                command: format!("connect to {host}:{port}"),
+                reason: reason.clone(),
+                task_id,
+            })
+        });
+        let how = format!(
+            "add \"{host}\" to [network] allow_domains in the profile (or answer the question when asked)"
+        );
+        match answer {
+            Some((Approval::Once | Approval::Session, _)) => {
+                if let Ok(mut a) = self.answered.lock() {
+                    a.insert(host.to_string(), true);
+                }
+                Decision::Allow
+            }
+            Some((Approval::Deny, who)) => {
+                if let Ok(mut a) = self.answered.lock() {
+                    a.insert(host.to_string(), false);
+                }
+                Decision::deny(format!("{host} was declined by {who}"), how)
+            }
+            None => match self.on_ask {
+                OnAsk::Allow => Decision::Allow,
+                OnAsk::Deny => Decision::deny(
+                    format!(
+                        "{host} is new, [network] on_new_domain = \"ask\", and no one can answer here ([shell] on_ask = \"deny\")"
+                    ),
+                    how,
+                ),
+            },
+        }
+    }
+}
+
+/// The decider of one task's door: the lists, then (for an unlisted host) the person.
+struct TaskDecide {
+    inner: Arc<Inner>,
+    token: String,
+}
+
+impl Decide for TaskDecide {
+    fn decide<'a>(&'a self, host: &'a str, port: u16) -> DecisionFuture<'a> {
+        Box::pin(async move {
+            match self.inner.rules.verdict(host, port) {
+                Verdict::Allowed => Decision::Allow,
+                Verdict::Denied(d) => d,
+                Verdict::Unlisted => match self.inner.section.on_new_domain {
+                    OnNewDomain::Allow => Decision::Allow,
+                    OnNewDomain::Deny => self.inner.rules.decide_now(host, port),
+                    OnNewDomain::Ask => {
+                        let inner = self.inner.clone();
+                        let token = self.token.clone();
+                        let host = host.to_string();
+                        let timeout = inner.ask_timeout;
+                        // The approver blocks while a person thinks.
+                        let asked =
+                            tokio::task::spawn_blocking(move || inner.ask(&token, &host, port));
+                        match tokio::time::timeout(timeout + Duration::from_secs(5), asked).await {
+                            Ok(Ok(d)) => d,
+                            _ => Decision::deny(
+                                "no answer to the question in time",
+                                "add the host to [network] allow_domains in the profile",
+                            ),
+                        }
+                    }
+                },
+            }
+        })
+    }
+}
+
+/// 16 random bytes as hex, for tokens (from the kernel's generator).
+fn random_hex() -> String {
+    let mut bytes = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut bytes);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
