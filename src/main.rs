@@ -306,7 +306,24 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         Ok(()) => json!({"works": true}),
         Err(why) => json!({"works": false, "why": why}),
     };
+    let net = &env.profile.network;
+    let fence = env.network();
+    let network = match &fence {
+        Ok(Some(f)) => json!({
+            "mode": net.mode,
+            "enforcement": f.enforcement(),
+            "summary": f.enforcement().describe(),
+            "still_open": f.enforcement().still_open(),
+            "allow_domains": net.allow_domains,
+            "deny_domains": net.deny_domains,
+            "on_new_domain": net.on_new_domain,
+            "ports": net.ports,
+        }),
+        Ok(None) => json!({"mode": net.mode}),
+        Err(why) => json!({"mode": net.mode, "error": why}),
+    };
     let report = json!({
+        "network": network,
         "profile": env.profile.source_name(),
         "workspace": env.guard.workspace(),
         "landlock": landlock,
@@ -404,6 +421,32 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
                  seccomp profile, Yama ptrace_scope < 3), on x86_64"
             );
         }
+    }
+    match &fence {
+        Ok(Some(f)) => {
+            println!("network:    {}", f.enforcement().describe());
+            for open in f.enforcement().still_open() {
+                println!("            still open: {open}");
+            }
+            println!(
+                "            allowed: {}; unlisted hosts: {} ([network] on_new_domain); ports: {}",
+                if net.allow_domains.is_empty() {
+                    "no host".to_string()
+                } else {
+                    net.allow_domains.join(", ")
+                },
+                json!(net.on_new_domain).as_str().unwrap_or_default(),
+                if net.ports.is_empty() {
+                    "any".to_string()
+                } else {
+                    format!("{:?}", net.ports)
+                }
+            );
+        }
+        Ok(None) => println!(
+            "network:    off ([network] mode = \"off\"): commands reach the network directly"
+        ),
+        Err(why) => println!("network:    {why}; commands will not run"),
     }
     ExitCode::SUCCESS
 }

@@ -115,9 +115,10 @@ fn tcp_is_denied_except_the_listed_ports() {
         open.local_addr().unwrap().port(),
         closed.local_addr().unwrap().port(),
     );
+    // Landlock alone: the network fence would give the command a namespace of its own.
     let f = fenced(
         Fixture::new(),
-        &format!("network = \"deny\"\nconnect = [{open_port}]\n"),
+        &format!("network = \"deny\"\nconnect = [{open_port}]\n[network]\nmode = \"off\"\n"),
     );
     let script = format!(
         "import socket\nfor port in ({open_port}, {closed_port}):\n    try:\n        socket.create_connection(('127.0.0.1', port), timeout=5).close(); print(port, 'connected')\n    except OSError as e:\n        print(port, 'refused', e.errno)\ntry:\n    socket.socket().bind(('127.0.0.1', 0)); print('bind ok')\nexcept OSError as e:\n    print('bind refused', e.errno)\n"
@@ -167,7 +168,8 @@ fn a_command_cannot_reach_an_abstract_unix_socket_outside_its_sandbox() {
     let name = format!("whalebox-test-{}", std::process::id());
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     let _outside = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
-    let f = fenced(Fixture::new(), "");
+    // Landlock's scope alone: a network namespace of its own would hide the socket too.
+    let f = fenced(Fixture::new(), "[network]\nmode = \"off\"\n");
     std::fs::write(
         f.ws.join("abstract.py"),
         format!(

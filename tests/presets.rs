@@ -152,7 +152,9 @@ fn run(f: &Fixture, profile: &Path, env: &[(&str, &str)], argv: &[&str]) -> Outp
 
 /// A profile file in the fixture's root: the workspace, Landlock enforced (when the
 /// kernel has it: the tests that need it skip before), the exec boundary off (the
-/// policy is not what these tests are about), plus `landlock` lines.
+/// policy is not what these tests are about), plus `landlock` lines. The registries are
+/// reached as `registry.test` through the network fence's proxy (the profile's host map
+/// names it 127.0.0.1), as a task reaches crates.io, npm or PyPI.
 fn profile(f: &Fixture, name: &str, landlock: &str) -> PathBuf {
     let path = f.root.join(name);
     let mode = if common::landlock_abi() > 0 {
@@ -163,12 +165,15 @@ fn profile(f: &Fixture, name: &str, landlock: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "workspace = \"ws\"\n[shell]\nexec_boundary = \"off\"\n[landlock]\nmode = \"{mode}\"\n{landlock}"
+            "workspace = \"ws\"\n[shell]\nexec_boundary = \"off\"\n[landlock]\nmode = \"{mode}\"\n{landlock}\n{REGISTRY_NETWORK}"
         ),
     )
     .unwrap();
     path
 }
+
+/// The `[network]` section every profile here has: the loopback registry by name.
+const REGISTRY_NETWORK: &str = "[network]\nallow_domains = [\"registry.test\"]\nallow_private = [\"127.0.0.1\"]\nports = []\n[network.hosts]\n\"registry.test\" = \"127.0.0.1\"\n";
 
 fn show(out: &Output) -> String {
     format!(
@@ -292,7 +297,7 @@ fn rust_preset_lets_cargo_build_a_crate_with_a_registry_dependency() {
     std::fs::create_dir_all(reg.join("index/wb/de")).unwrap();
     std::fs::write(
         reg.join("index/config.json"),
-        json!({"dl": format!("http://127.0.0.1:{port}/dl/{{crate}}-{{version}}.crate")})
+        json!({"dl": format!("http://registry.test:{port}/dl/{{crate}}-{{version}}.crate")})
             .to_string(),
     )
     .unwrap();
@@ -317,7 +322,7 @@ fn rust_preset_lets_cargo_build_a_crate_with_a_registry_dependency() {
     f.write(
         ".cargo/config.toml",
         format!(
-            "[source.crates-io]\nreplace-with = \"loopback\"\n[source.loopback]\nregistry = \"sparse+http://127.0.0.1:{port}/index/\"\n"
+            "[source.crates-io]\nreplace-with = \"loopback\"\n[source.loopback]\nregistry = \"sparse+http://registry.test:{port}/index/\"\n"
         ),
     );
     let path = format!("{}:{}", bin.display(), test_path());
@@ -421,7 +426,7 @@ fn node_preset_lets_npm_ci_fill_its_cache() {
     )
     .unwrap();
     let port = serve(reg.clone());
-    let tarball = format!("http://127.0.0.1:{port}/wbdep/-/wbdep-1.0.0.tgz");
+    let tarball = format!("http://registry.test:{port}/wbdep/-/wbdep-1.0.0.tgz");
     // The packument, index.html so that /wbdep/ and /wbdep both answer.
     let packument = json!({
         "name": "wbdep",
@@ -446,7 +451,7 @@ fn node_preset_lets_npm_ci_fill_its_cache() {
         })
         .to_string(),
     );
-    let registry = format!("http://127.0.0.1:{port}/");
+    let registry = format!("http://registry.test:{port}/");
     let env = [
         ("npm_config_registry", registry.as_str()),
         ("npm_config_update_notifier", "false"),
@@ -513,7 +518,7 @@ fn python_preset_gives_pip_in_a_workspace_venv_its_cache() {
     // --trusted-host: pip caches plain-HTTP downloads only from trusted hosts.
     let install = format!(
         "{} -m venv .venv && .venv/bin/pip install --disable-pip-version-check \
-         --no-input --trusted-host 127.0.0.1 --index-url http://127.0.0.1:{port}/simple/ wbpkg \
+         --no-input --trusted-host registry.test --index-url http://registry.test:{port}/simple/ wbpkg \
          && .venv/bin/python -c 'import wbpkg; print(\"answer\", wbpkg.ANSWER)'",
         python3()
     );

@@ -743,7 +743,8 @@ fn with_network_denied_the_server_reaches_the_web_ports_and_commands_do_not() {
     let s = Server::start();
     let f = Fixture::new().with_profile(&format!(
         "tools = [\"web\", \"shell\"]\n[web]\nallow_private = [\"127.0.0.1\"]\nports = [{p}]\n\
-         [shell]\nexec_boundary = \"off\"\n[landlock]\nmode = \"enforce\"\nmin_abi = 4\nnetwork = \"deny\"\nconnect = []\n",
+         [shell]\nexec_boundary = \"off\"\n[landlock]\nmode = \"enforce\"\nmin_abi = 4\nnetwork = \"deny\"\nconnect = []\n\
+         [network]\nmode = \"off\"\n",
         p = s.port
     ));
     let env = f.ok("web_fetch", &args(json!({"url": s.url("/json")})));

@@ -191,6 +191,28 @@ fn instructions(registry: &Registry, env: &Env) -> String {
     if env.sandbox.is_some() {
         text.push_str(" Commands may write only in the workspace and $TMPDIR, not /tmp.");
     }
+    if names.contains(&"shell_run")
+        && let Ok(Some(fence)) = env.network()
+    {
+        let net = &env.profile.network;
+        let hosts = if net.allow_domains.is_empty() {
+            "no host".to_string()
+        } else {
+            net.allow_domains.join(", ")
+        };
+        let others = match net.on_new_domain {
+            crate::profile::network::OnNewDomain::Allow => "any other host",
+            crate::profile::network::OnNewDomain::Ask => "others after a person allows them",
+            crate::profile::network::OnNewDomain::Deny => "nothing else",
+        };
+        text.push_str(&format!(
+            " Network: through whalebox's proxy (HTTP_PROXY is set), {}; reachable: {hosts}; {others}.",
+            match fence.enforcement() {
+                crate::net::fence::Enforcement::VariablesOnly { .. } => "not enforced",
+                _ => "enforced by the kernel",
+            }
+        ));
+    }
     text
 }
 

@@ -27,7 +27,7 @@ use super::record::{ConnectionRecord, Kind, Outcome, Sink};
 use super::resolve::{Resolve, StaticResolver, SystemResolver};
 use super::{netns, sockets};
 use crate::boundary::{Approval, ApprovalRequest, ApproverSlot, OnAsk};
-use crate::profile::network::{FenceMode, NetworkSection, OnNewDomain};
+use crate::profile::network::{FenceMode, KernelFence, NetworkSection, OnNewDomain};
 
 /// The port a task's door listens on inside its own namespace (any port is free there).
 pub const NAMESPACE_PORT: u16 = 3128;
@@ -89,41 +89,56 @@ impl Enforcement {
     }
 }
 
-/// Find the strongest enforcement this machine allows.
-pub fn detect() -> Enforcement {
-    let ns_err = match netns::probe() {
-        Ok(made) => {
-            return Enforcement::Namespace {
-                user_namespace: made == netns::Made::WithUser,
-            };
-        }
-        Err(e) => e,
-    };
-    let abi = crate::guard::landlock::kernel_abi();
-    let filter = sockets::filter();
-    match (abi >= 4, filter) {
-        (true, Ok(_)) => Enforcement::Landlock { abi },
-        (false, _) => Enforcement::VariablesOnly {
-            why: format!("{ns_err}; and Landlock ABI {abi} has no TCP rules (needs 4)"),
-        },
-        (true, Err(e)) => Enforcement::VariablesOnly {
-            why: format!("{ns_err}; and the socket filter: {e}"),
-        },
-    }
+/// What this machine offers, found once per process (the namespace probe starts a
+/// process).
+#[derive(Debug, Clone)]
+struct Machine {
+    namespace: Result<netns::Made, String>,
+    landlock_abi: i32,
+    socket_filter: Result<(), String>,
 }
 
-/// [`detect`] once per process (it starts a probe process), for a session with or
-/// without Landlock (the fallback needs it).
-pub fn detect_cached(landlock_on: bool) -> Enforcement {
-    static FOUND: OnceLock<Enforcement> = OnceLock::new();
-    let found = FOUND.get_or_init(detect).clone();
-    match found {
-        Enforcement::Landlock { .. } if !landlock_on => Enforcement::VariablesOnly {
-            why: "no network namespaces here, and [landlock] mode = \"off\" leaves no fallback"
-                .into(),
-        },
-        other => other,
-    }
+fn machine() -> &'static Machine {
+    static FOUND: OnceLock<Machine> = OnceLock::new();
+    FOUND.get_or_init(|| Machine {
+        namespace: netns::probe(),
+        landlock_abi: crate::guard::landlock::kernel_abi(),
+        socket_filter: sockets::filter().map(|_| ()),
+    })
+}
+
+/// The enforcement `choice` gets on this machine, for a session with or without
+/// Landlock (the fallback is a Landlock rule).
+pub fn detect(choice: KernelFence, landlock_on: bool) -> Enforcement {
+    let m = machine();
+    let landlock = || -> Result<Enforcement, String> {
+        if !landlock_on {
+            return Err("[landlock] mode = \"off\" leaves no Landlock fallback".into());
+        }
+        if m.landlock_abi < 4 {
+            return Err(format!(
+                "Landlock ABI {} has no TCP rules (needs 4)",
+                m.landlock_abi
+            ));
+        }
+        m.socket_filter.clone()?;
+        Ok(Enforcement::Landlock {
+            abi: m.landlock_abi,
+        })
+    };
+    let namespace = || {
+        m.namespace.clone().map(|made| Enforcement::Namespace {
+            user_namespace: made == netns::Made::WithUser,
+        })
+    };
+    let found = match choice {
+        KernelFence::Auto => {
+            namespace().or_else(|ns| landlock().map_err(|ll| format!("{ns}; {ll}")))
+        }
+        KernelFence::Namespace => namespace(),
+        KernelFence::Landlock => landlock(),
+    };
+    found.unwrap_or_else(|why| Enforcement::VariablesOnly { why })
 }
 
 /// What a task's spawn needs from the fence.

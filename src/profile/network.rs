@@ -36,11 +36,25 @@ pub enum OnNewDomain {
     Deny,
 }
 
+/// `[network] kernel`: which kernel fence keeps tasks to the proxy.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum KernelFence {
+    /// A network namespace per task where the machine allows it, else Landlock.
+    #[default]
+    Auto,
+    Namespace,
+    /// Landlock TCP connect to the proxy's port and a socket filter, even where
+    /// namespaces work (a task that must reach this machine's loopback services).
+    Landlock,
+}
+
 /// `[network]`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkSection {
     pub mode: FenceMode,
+    pub kernel: KernelFence,
     /// Hosts reachable without asking: exact names, or "*.example.com" for it and its
     /// subdomains. The presets on add their registries' hosts.
     pub allow_domains: Vec<String>,
@@ -97,6 +111,7 @@ impl Default for NetworkSection {
     fn default() -> Self {
         NetworkSection {
             mode: FenceMode::BestEffort,
+            kernel: KernelFence::Auto,
             allow_domains: Vec::new(),
             deny_domains: Vec::new(),
             allow_private: Vec::new(),

@@ -286,6 +286,23 @@ impl Env {
         if self.profile.tools.iter().any(|g| g == "web") {
             extras.server_connect = crate::tools::web::server_ports(&self.profile.web);
         }
+        let net = &self.profile.network;
+        if net.on()
+            && self
+                .profile
+                .tools
+                .iter()
+                .any(|g| g == "shell" || g == "mcp")
+        {
+            // The network fence records each connection in the audit log, and its proxy
+            // connects out for the tasks (on the allowed ports, under network = "deny").
+            if let Some(log) = &self.profile.shell.audit_log
+                && !extras.files.contains(log)
+            {
+                extras.files.push(log.clone());
+            }
+            extras.server_connect.extend(&net.ports);
+        }
         let sandbox = Sandbox::from_profile(&self.profile, &extras);
         if let Some(s) = &sandbox {
             // Bad combinations (enforce on a kernel that cannot) stop start-up here.
@@ -460,7 +477,8 @@ impl Env {
         self.network
             .get_or_init(|| {
                 let landlock_on = self.sandbox.is_some();
-                let enforcement = crate::net::fence::detect_cached(landlock_on);
+                let enforcement =
+                    crate::net::fence::detect(self.profile.network.kernel, landlock_on);
                 NetworkFence::new(
                     &self.profile.network,
                     crate::net::fence::FenceSettings {
