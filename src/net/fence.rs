@@ -675,7 +675,15 @@ impl Inner {
                 )
             };
         }
-        let (task_id, _) = self.task_of(token);
+        // The task's id arrives just after its spawn returns; a connection can be faster.
+        let mut task_id = self.task_of(token).0;
+        for _ in 0..100 {
+            if task_id.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            task_id = self.task_of(token).0;
+        }
         let reason = format!(
             "[network] on_new_domain = \"ask\": {host} is in no allow or deny list; the first connection to it in this session"
         );
