@@ -86,13 +86,16 @@
 //! 7. `bench/network.sh`: throughput and per-connection latency through the proxy vs
 //!    direct, as ratios.
 
+pub mod credential;
 pub mod decide;
 pub mod head;
+pub(crate) mod intercept;
 pub mod proxy;
 pub mod record;
 pub mod relay;
 pub mod resolve;
 
+pub use credential::{Credential, Credentials, Leak, Sending, trust_env};
 pub use decide::{Decide, Decision, Rules};
 pub use proxy::{Door, DoorConfig, Egress, Proxy, ProxyConfig};
 pub use record::{ConnectionRecord, Kind, Outcome, Sink, channel_sink, null_sink};

@@ -52,6 +52,9 @@ pub struct ConnectionRecord {
     pub end: SystemTime,
     /// Why an allowed relay ended early (idle timeout, proxy stopped, an I/O error).
     pub note: Option<String>,
+    /// The credentials (their names, never the secrets) the proxy swapped into the
+    /// requests on this connection.
+    pub credential: Option<String>,
 }
 
 impl ConnectionRecord {
