@@ -31,7 +31,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rustls::pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -278,6 +278,22 @@ pub(crate) async fn intercept(
         _ = watch => {
             *flush.tally.note = Some(format!("closed after {idle:?} without a byte either way"));
         }
+    }
+    if outcome.is_some() {
+        // hyper answered 431 and stopped reading: read and drop what the client still
+        // sends for a moment, so closing with unread bytes does not reset the connection
+        // before the client has read the answer.
+        let mut sink = [0u8; 8192];
+        let _ = tokio::time::timeout(Duration::from_millis(500), async {
+            let mut drained = 0usize;
+            while drained < 1 << 20 {
+                match client.read(&mut sink).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => drained += n,
+                }
+            }
+        })
+        .await;
     }
     let first = state.outcome.lock().unwrap().take();
     drop(flush);
