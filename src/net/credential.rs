@@ -5,7 +5,7 @@
 //! can see it (the host name, the URL, the headers, Basic credentials decoded, and a
 //! bounded prefix of a plain-HTTP body).
 //!
-//! For HTTPS the proxy ends TLS for credential hosts only ([`super::intercept`]), with a
+//! For HTTPS the proxy ends TLS for credential hosts only (`net::intercept`), with a
 //! per-session certificate authority made here (rcgen): one CA per [`Credentials`],
 //! name-constrained to the credential hosts, and one leaf certificate per host, cached.
 //! The task trusts the CA through [`Credentials::write_ca_bundle`] and [`trust_env`].

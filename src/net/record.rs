@@ -45,7 +45,9 @@ pub struct ConnectionRecord {
     /// The checked address the proxy connected to.
     pub address: Option<SocketAddr>,
     pub outcome: Outcome,
-    /// Client to origin (the rewritten request head included), and origin to client.
+    /// Client to origin (the rewritten request head included), and origin to client;
+    /// for a credential host whose TLS the proxy ended, the bytes to and from the origin
+    /// (its TLS included).
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub start: SystemTime,
