@@ -13,12 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-
-use rustls::pki_types::CertificateDer;
 
 use super::credential::{self, Credentials};
 use super::decide::{Decide, Decision};
@@ -357,12 +356,13 @@ async fn serve(
     conn.target = Some(target.clone());
     // Credentials: a placeholder is refused where its credential is not sent (before any
     // decision or ask), and swapped in a plain request's head where it is.
+    let mut swapped = None;
     if let Some(creds) = &cfg.credentials {
         let wait = cfg.idle_timeout.min(cfg.head_timeout);
         match credential::screen_request(creds, stream, &mut buf, &mut h, &target, connect, wait)
             .await
         {
-            Ok(used) => conn.credential = used,
+            Ok(used) => swapped = used,
             Err(l) => return refuse(stream, &target, l.rule, l.how_to_allow, shared).await,
         }
     }
@@ -493,6 +493,7 @@ async fn serve(
     match sent {
         Ok(n) => {
             conn.counters.up.fetch_add(n as u64, Ordering::Relaxed);
+            conn.credential = swapped;
         }
         Err(e) => {
             conn.note = Some(format!("writing to {addr}: {e}"));
