@@ -147,10 +147,15 @@ impl Origin {
                             });
                             let challenge = path.contains("service=git-upload-pack")
                                 && h.get("authorization").is_none();
+                            let auth = h.get("authorization").cloned();
                             let _ = req.into_body().collect().await;
                             let mut resp = Response::new(Full::new(Bytes::from(format!(
                                 "hello from {name} at {path}\n"
                             ))));
+                            // An origin that echoes what it got (the proxy masks the secret).
+                            if let Some(a) = auth {
+                                resp.headers_mut().insert("x-seen-auth", a);
+                            }
                             // git asks for credentials only when challenged.
                             if challenge {
                                 *resp.status_mut() = hyper::StatusCode::UNAUTHORIZED;
@@ -330,6 +335,7 @@ async fn curl_bearer_placeholder_reaches_the_origin_as_the_secret() {
         vec![
             "--cacert".into(),
             bundle,
+            "-i".into(),
             "-H".into(),
             format!("Authorization: Bearer {ph}"),
             url,
@@ -340,7 +346,16 @@ async fn curl_bearer_placeholder_reaches_the_origin_as_the_secret() {
         return;
     };
     assert_eq!(code, 0, "curl failed: {err}");
-    assert_eq!(out, "hello from api at /user?x=1\n");
+    assert!(
+        out.ends_with("\r\n\r\nhello from api at /user?x=1\n"),
+        "{out}"
+    );
+    // The origin's echo of the secret comes back to the task as the placeholder.
+    assert!(!out.contains(SECRET), "{out}");
+    assert!(
+        out.contains(&format!("x-seen-auth: Bearer {ph}\r\n")),
+        "{out}"
+    );
     let seen = origin.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(
@@ -777,5 +792,128 @@ fn the_bundle_holds_the_session_ca_and_is_private() {
         task_env
             .iter()
             .all(|(_, v)| v != SECRET && v != BASIC_SECRET)
+    );
+}
+
+/// A TLS client of the proxy's own making: CONNECT, then TLS trusting the session CA.
+async fn tls_through(
+    p: &Proxy,
+    creds: &Credentials,
+    host: &str,
+    port: u16,
+) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let mut s = TcpStream::connect(p.addr()).await.unwrap();
+    s.write_all(format!("CONNECT {host}:{port} HTTP/1.1\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut b).await.unwrap(), 1);
+        head.push(b[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 200"));
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(creds.ca_der()).unwrap();
+    let cfg = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).unwrap();
+    tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(name, s)
+        .await
+        .unwrap()
+}
+
+/// Sends one keep-alive GET and reads its answer (the test origin's bodies are short and
+/// carry Content-Length).
+async fn get(s: &mut tokio_rustls::client::TlsStream<TcpStream>, path: &str, auth: &str) -> String {
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len: usize = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap())
+                })
+                .unwrap();
+            if got.len() >= end + 4 + len {
+                return text;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cuts_an_intercepted_connection_and_still_records_it() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, mut rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+    let answer = get(&mut s, "/first", &format!("Bearer {ph}")).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The Host the client wrote is not the one the origin gets: the decided host is.
+    assert_eq!(
+        origin.seen()[0].host,
+        format!("api.cred.test:{}", origin.port)
+    );
+    p.shutdown().await;
+    let r = next_record(&mut rx).await;
+    assert_eq!(r.outcome, Outcome::Allowed);
+    assert_eq!(r.note.as_deref(), Some("the proxy stopped"));
+    assert_eq!(r.credential.as_deref(), Some("api"));
+    assert!(r.bytes_up > 0 && r.bytes_down > 0, "{r:?}");
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_intercepted_connection_is_closed() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let cfg = ProxyConfig {
+        allow_private: AllowList::parse(&["127.0.0.1".to_string()]).unwrap(),
+        credentials: Some(creds.clone()),
+        upstream_roots: vec![ca.der()],
+        idle_timeout: Duration::from_millis(400),
+        ..ProxyConfig::default()
+    };
+    let allow: Arc<dyn Decide> = Arc::new(|_: &str, _: u16| Decision::Allow);
+    let (sink, mut rx) = channel_sink();
+    let p = Proxy::start(cfg, allow, resolver(), sink).await.unwrap();
+    let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+    let answer = get(&mut s, "/", "Bearer nothing-to-swap").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await;
+    let r = next_record(&mut rx).await;
+    assert_eq!(r.outcome, Outcome::Allowed);
+    assert!(
+        r.note
+            .as_deref()
+            .is_some_and(|n| n.contains("without a byte")),
+        "{r:?}"
+    );
+    assert_eq!(r.credential, None, "no placeholder, nothing swapped");
+    assert_eq!(
+        origin.seen()[0].authorization.as_deref(),
+        Some("Bearer nothing-to-swap")
     );
 }

@@ -247,7 +247,8 @@ pub(crate) async fn intercept(
         .max_buf_size(cfg.max_header_bytes.max(8192) + 8192)
         .max_header_size(cfg.max_header_bytes)
         .timer(TokioTimer::new())
-        .header_read_timeout(cfg.head_timeout.min(cfg.idle_timeout));
+        // Also bounds the wait for the next request on a kept-alive connection.
+        .header_read_timeout(cfg.head_timeout);
     let conn = builder.serve_connection(TokioIo::new(tls), service);
     let idle = cfg.idle_timeout;
     let watch = async {
@@ -271,6 +272,12 @@ pub(crate) async fn intercept(
                         cfg.max_header_bytes
                     ),
                 });
+            } else if e.is_timeout() {
+                *flush.tally.note = Some(format!(
+                    "closed: no complete request head within {:?} (the wait between \
+                     requests on a kept-alive connection included)",
+                    cfg.head_timeout
+                ));
             } else if !e.is_incomplete_message() {
                 *flush.tally.note = Some(format!("the client's connection: {e}"));
             }
