@@ -296,7 +296,8 @@ impl Credentials {
         pem.push_str("# whalebox session CA (credential hosts only)\n");
         pem.push_str(&self.ca_pem());
         let path = dir.join("whalebox-ca-bundle.pem");
-        let tmp = dir.join(format!(".whalebox-ca-bundle.{}.tmp", std::process::id()));
+        let suffix = random_hex(6).map_err(std::io::Error::other)?;
+        let tmp = dir.join(format!(".whalebox-ca-bundle.{suffix}.tmp"));
         {
             use std::os::unix::fs::OpenOptionsExt;
             let mut f = std::fs::OpenOptions::new()
