@@ -226,6 +226,8 @@ pub struct Extras {
     /// Single files the server appends to (audit log, approvals file); created empty
     /// by [`Sandbox::create_files`] just before the server enters the sandbox.
     pub files: Vec<PathBuf>,
+    /// Files the server reads that no set names (the network fence's `ca_files`).
+    pub read: Vec<PathBuf>,
     /// TCP ports the server itself connects to (the web group's `[web] ports` and its
     /// search endpoint), with `network = "deny"`.
     pub server_connect: Vec<u16>,
@@ -256,6 +258,9 @@ impl Sandbox {
         }
         for p in &extras.programs {
             add(p, Grant::ReadExec);
+        }
+        for p in &extras.read {
+            add(p, Grant::Read);
         }
         for p in profile.read_roots.iter().chain(&profile.skills.dirs) {
             add(p, Grant::Read);

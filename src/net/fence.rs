@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::credential::{Credential, Credentials, Sending, trust_env};
 use super::decide::{Decide, Decision, DecisionFuture, Rules, Verdict};
 use super::proxy::{Door, DoorConfig, Egress, ProxyConfig};
 use super::record::{ConnectionRecord, Kind, Outcome, Sink};
@@ -192,6 +193,10 @@ struct Entry {
 
 struct Inner {
     section: NetworkSection,
+    /// Secrets swapped in by the proxy, and what tasks get instead: the placeholders
+    /// and the variables that make them trust the session's certificate authority.
+    credentials: Option<Arc<Credentials>>,
+    credential_env: Vec<(String, String)>,
     rules: Rules,
     enforcement: Enforcement,
     on_ask: OnAsk,
@@ -259,6 +264,7 @@ impl NetworkFence {
             }
             None => None,
         };
+        let (credentials, credential_env) = credentials(section, &settings.run_dir)?;
         let rules = Rules {
             allow_domains: section.allow_domains.clone(),
             deny_domains: section.deny_domains.clone(),
@@ -268,6 +274,8 @@ impl NetworkFence {
         Ok(Some(NetworkFence {
             inner: Arc::new(Inner {
                 section: section.clone(),
+                credentials,
+                credential_env,
                 rules,
                 enforcement,
                 on_ask: settings.on_ask,
@@ -301,6 +309,8 @@ impl NetworkFence {
             allow_private: crate::web::address::AllowList::parse(&s.allow_private)?,
             max_connections: s.max_connections,
             idle_timeout: Duration::from_secs(s.idle_timeout_s),
+            credentials: self.inner.credentials.clone(),
+            upstream_roots: extra_roots(&s.ca_files)?,
             ..ProxyConfig::default()
         };
         let resolve: Arc<dyn Resolve> = if s.hosts.is_empty() {
@@ -370,6 +380,7 @@ impl NetworkFence {
         env.push(("no_proxy".into(), no_proxy.into()));
         // Node's built-in fetch reads the variables only when told to (Node 24+).
         env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+        env.extend(self.inner.credential_env.iter().cloned());
         Ok(TaskNet {
             token,
             env,
@@ -528,6 +539,69 @@ impl NetworkFence {
     }
 }
 
+/// The profile's credentials whose secret is in whalebox's environment, and the
+/// variables a task gets for them (placeholders, and the CA bundle that makes its tools
+/// trust the proxy for those hosts). A credential whose variable is unset is left out,
+/// with a warning: its tasks get no placeholder, and the host sees no secret.
+fn credentials(
+    section: &NetworkSection,
+    run_dir: &std::path::Path,
+) -> Result<(Option<Arc<Credentials>>, Vec<(String, String)>), String> {
+    let mut list = Vec::new();
+    for (name, c) in &section.credentials {
+        let secret = std::env::var(&c.env).unwrap_or_default();
+        if secret.is_empty() {
+            tracing::warn!(
+                "[network.credentials.{name}]: ${} is not set in whalebox's environment; commands get no placeholder for it",
+                c.env
+            );
+            continue;
+        }
+        list.push(Credential {
+            name: name.clone(),
+            env: c.env.clone(),
+            hosts: c.hosts.clone(),
+            sending: match &c.basic {
+                Some(user) => Sending::Basic { user: user.clone() },
+                None => Sending::Header {
+                    header: c.header.clone(),
+                    format: c.format.clone(),
+                },
+            },
+            secret,
+        });
+    }
+    if list.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let creds = Credentials::new(list)?;
+    let bundle = creds
+        .write_ca_bundle(run_dir)
+        .map_err(|e| format!("cannot write the session's CA bundle: {e}"))?;
+    let mut env = creds.task_env();
+    env.extend(trust_env(&bundle));
+    Ok((Some(Arc::new(creds)), env))
+}
+
+/// The certificates of `[network] ca_files`.
+fn extra_roots(
+    files: &[String],
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = Vec::new();
+    for file in files {
+        let found: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(file)
+            .and_then(|certs| certs.collect::<Result<_, _>>())
+            .map_err(|e| format!("[network] ca_files: {file}: {e}"))?;
+        if found.is_empty() {
+            return Err(format!("[network] ca_files: {file} holds no certificate"));
+        }
+        roots.extend(found);
+    }
+    Ok(roots)
+}
+
 /// The hand-over thread's state.
 struct Handoff {
     inner: Arc<Inner>,
@@ -622,6 +696,7 @@ impl Inner {
                 "bytes_down": r.bytes_down,
                 "duration_ms": r.end.duration_since(r.start).map(|d| d.as_millis() as u64).unwrap_or(0),
                 "note": r.note,
+                "credential": r.credential,
             });
             if let Ok(mut f) = audit.lock() {
                 let _ = writeln!(f, "{line}");

@@ -25,6 +25,26 @@
 //! - One [`ConnectionRecord`] per accepted connection (host, port, address, outcome with
 //!   the rule, bytes up and down, start and end), also for garbage and for connections
 //!   cut by [`Proxy::shutdown`].
+//! - **Credentials the task never sees** (item 4 below, the mechanism; the profile's
+//!   `[network.credentials.NAME]` is wired elsewhere): [`Credentials`] from
+//!   [`Credential`]s (name, variable, hosts, [`Sending`]: header + format or Basic user,
+//!   the secret) makes per-session placeholders (`whalebox-placeholder-NAME-<32 hex>`,
+//!   [`Credentials::task_env`]) and a per-session CA (rcgen; path length 0 and name
+//!   constraints to the credential hosts; a leaf per host, cached), written with the
+//!   system roots by [`Credentials::write_ca_bundle`] (0600) for [`trust_env`]. With
+//!   `ProxyConfig.credentials` set, every request is screened before its decision
+//!   (`credential::screen_request`): a placeholder in the host, URL, headers (Basic
+//!   decoded) or the first 64 KiB of a plain body, sent to a host its credential does
+//!   not cover, is refused 403 naming the credential, its variable and hosts (recorded
+//!   `Denied`); a plain request to a covered host has its headers swapped. A `CONNECT`
+//!   to a covered host, after the decision and address check, has its TLS ended
+//!   (`intercept`: rustls, http/1.1 by ALPN; hyper per request with keep-alive; `Host`
+//!   set to the decided host; swapped; on to the origin over rustls on the connection
+//!   already made to the checked address, trusting Mozilla's, the system's and
+//!   `ProxyConfig.upstream_roots`; a bad certificate is a 502; secrets in the origin's
+//!   response headers are masked back). Other hosts stay tunnels. Records carry the
+//!   credentials swapped (`credential`), never a secret. Tested by curl and git in
+//!   tests/net_credentials.rs.
 //!
 //! # Checked on the build machine (Linux 6.18, 2 cores, as root)
 //!
@@ -65,17 +85,15 @@
 //!    and `AF_PACKET` (plain integer arguments: no race). Remains open, said in `doctor`
 //!    and `data.network`: TCP to *another* host on the proxy's port number, pathname unix
 //!    sockets. `mode = "enforce"` refuses to run when neither 2 nor 3 holds.
-//! 4. **Credentials the task never sees**: `[network.credentials.NAME]` (variable, hosts,
-//!    header format). The task gets a per-session placeholder; for those hosts only the
-//!    proxy terminates TLS with a per-session CA (rcgen for the CA and per-host leaf
-//!    certificates, rustls server side, the real upstream over rustls with webpki and
-//!    native roots as the web client does), parses each request with hyper (per request,
-//!    not per connection: keep-alive carries several), swaps the placeholder in headers,
-//!    and refuses any request to any other host that carries the placeholder (headers,
-//!    URL, body up to a bound; the plain forwarder's head is the place for plain HTTP).
-//!    The CA goes to `SSL_CERT_FILE`, `NODE_EXTRA_CA_CERTS`, `REQUESTS_CA_BUNDLE`,
-//!    `CARGO_HTTP_CAINFO`, `GIT_SSL_CAINFO` as a bundle with the system roots. All other
-//!    hosts stay tunnels, never decrypted.
+//! 4. **Credentials, what is left** (the mechanism is built, above): the profile's
+//!    `[network.credentials.NAME]` (`env`, `hosts`, `header` + `format` or `basic`) read
+//!    into [`Credential`]s with the secret from the server's environment (refuse to
+//!    start when it is unset); the session's [`Credentials`] in `ProxyConfig`; the
+//!    task's environment gets [`Credentials::task_env`] and [`trust_env`] of the bundle
+//!    written to the session's private directory. Not covered yet: placeholders in the
+//!    *body* of a request inside TLS (headers and URL are screened), secrets echoed in
+//!    an origin's response *body* (headers are masked), WebSocket upgrades to a
+//!    credential host (`Upgrade` is dropped), HTTP/2 to credential hosts (http/1.1 only).
 //! 5. **Asks**: a `Decide` that consults `Rules`, then the exec approval paths
 //!    (elicitation, `input_required`, terminal, `on_ask`) once per host per session
 //!    ("always" remembered); where nobody can answer, a refusal that says so.
@@ -86,9 +104,11 @@
 //! 7. `bench/network.sh`: throughput and per-connection latency through the proxy vs
 //!    direct, as ratios.
 
+pub mod credential;
 pub mod decide;
 pub mod fence;
 pub mod head;
+pub(crate) mod intercept;
 pub mod netns;
 pub mod proxy;
 pub mod record;
@@ -96,6 +116,7 @@ pub mod relay;
 pub mod resolve;
 pub mod sockets;
 
+pub use credential::{Credential, Credentials, Leak, Sending, trust_env};
 pub use decide::{Decide, Decision, Rules, Verdict};
 pub use proxy::{Door, DoorConfig, Egress, Proxy, ProxyConfig};
 pub use record::{ConnectionRecord, Kind, Outcome, Sink, channel_sink, null_sink};

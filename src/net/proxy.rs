@@ -13,13 +13,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
+use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::credential::{self, Credentials};
 use super::decide::{Decide, Decision};
 use super::head::{self, HeadError, Target};
+use super::intercept::{self, Tally};
 use super::record::{ConnectionRecord, Kind, Outcome, Sink};
 use super::relay::{self, Counters, End};
 use super::resolve::Resolve;
@@ -40,6 +43,13 @@ pub struct ProxyConfig {
     pub head_timeout: Duration,
     /// Resolving the name, and then connecting to each address.
     pub connect_timeout: Duration,
+    /// Credentials the task never sees ([`super::credential`]): their placeholders are
+    /// swapped in requests to their hosts (whose TLS the proxy then ends) and refused
+    /// elsewhere.
+    pub credentials: Option<Arc<Credentials>>,
+    /// Roots trusted for credential hosts' certificates besides Mozilla's and the
+    /// system's (a test's CA, a corporate one).
+    pub upstream_roots: Vec<CertificateDer<'static>>,
 }
 
 impl Default for ProxyConfig {
@@ -51,6 +61,8 @@ impl Default for ProxyConfig {
             idle_timeout: Duration::from_secs(300),
             head_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
+            credentials: None,
+            upstream_roots: Vec::new(),
         }
     }
 }
@@ -245,6 +257,8 @@ struct Conn {
     address: Option<SocketAddr>,
     note: Option<String>,
     counters: Counters,
+    /// The credentials swapped into the requests.
+    credential: Option<String>,
 }
 
 async fn connection(
@@ -262,6 +276,7 @@ async fn connection(
         address: None,
         note: None,
         counters: Counters::default(),
+        credential: None,
     };
     let outcome = match shared.slots.clone().try_acquire_owned() {
         Err(_) => {
@@ -298,6 +313,7 @@ async fn connection(
         start,
         end: SystemTime::now(),
         note: conn.note,
+        credential: conn.credential,
     };
     (door.sink)(record);
 }
@@ -318,7 +334,7 @@ async fn serve(
         cfg.head_timeout,
     )
     .await;
-    let h = match parsed {
+    let mut h = match parsed {
         Ok(h) => h,
         Err(HeadError::Closed) => {
             return Outcome::Rejected {
@@ -357,6 +373,18 @@ async fn serve(
         Err(why) => return reject(stream, 400, "Bad Request", why, shared).await,
     };
     conn.target = Some(target.clone());
+    // Credentials: a placeholder is refused where its credential is not sent (before any
+    // decision or ask), and swapped in a plain request's head where it is.
+    let mut swapped = None;
+    if let Some(creds) = &cfg.credentials {
+        let wait = cfg.idle_timeout.min(cfg.head_timeout);
+        match credential::screen_request(creds, stream, &mut buf, &mut h, &target, connect, wait)
+            .await
+        {
+            Ok(used) => swapped = used,
+            Err(l) => return refuse(stream, &target, l.rule, l.how_to_allow, shared).await,
+        }
+    }
     let upstream_head = if connect {
         None
     } else {
@@ -441,6 +469,28 @@ async fn serve(
     let _ = origin.set_nodelay(true);
     conn.address = Some(addr);
 
+    // A credential host's TLS is ended here, its requests swapped one by one.
+    if let Some(creds) = cfg.credentials.as_ref().filter(|c| c.covers(&target.host))
+        && connect
+    {
+        let mut tally = Tally {
+            counters: &conn.counters,
+            credential: &mut conn.credential,
+            note: &mut conn.note,
+        };
+        let early = &buf[h.len..];
+        return intercept::intercept(
+            stream,
+            early,
+            (origin, addr),
+            &target,
+            creds,
+            cfg,
+            &mut tally,
+        )
+        .await;
+    }
+
     // What the client sent after the head is the tunnel's or the body's first bytes.
     let early = &buf[h.len..];
     let sent = match upstream_head {
@@ -462,6 +512,7 @@ async fn serve(
     match sent {
         Ok(n) => {
             conn.counters.up.fetch_add(n as u64, Ordering::Relaxed);
+            conn.credential = swapped;
         }
         Err(e) => {
             conn.note = Some(format!("writing to {addr}: {e}"));

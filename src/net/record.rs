@@ -45,13 +45,18 @@ pub struct ConnectionRecord {
     /// The checked address the proxy connected to.
     pub address: Option<SocketAddr>,
     pub outcome: Outcome,
-    /// Client to origin (the rewritten request head included), and origin to client.
+    /// Client to origin (the rewritten request head included), and origin to client;
+    /// for a credential host whose TLS the proxy ended, the bytes to and from the origin
+    /// (its TLS included).
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub start: SystemTime,
     pub end: SystemTime,
     /// Why an allowed relay ended early (idle timeout, proxy stopped, an I/O error).
     pub note: Option<String>,
+    /// The credentials (their names, never the secrets) the proxy swapped into the
+    /// requests on this connection.
+    pub credential: Option<String>,
 }
 
 impl ConnectionRecord {

@@ -999,6 +999,11 @@ impl Profile {
         check_mcp_servers(&raw.mcp_servers).map_err(&invalid)?;
         network::check(&raw.network).map_err(&invalid)?;
         let mut net = raw.network;
+        net.ca_files = net
+            .ca_files
+            .iter()
+            .map(|f| resolve(f).map(|p| p.display().to_string()))
+            .collect::<Result<_, _>>()?;
         if net.preset_domains {
             for p in &landlock.presets {
                 for host in network::preset_hosts(*p) {

@@ -74,6 +74,9 @@ pub struct NetworkSection {
     pub idle_timeout_s: u64,
     /// Connections through the proxy at once, across the session's tasks.
     pub max_connections: usize,
+    /// Certificate authorities (PEM files) the proxy trusts, besides the public and the
+    /// system roots, for the TLS it speaks itself: to a credential's hosts.
+    pub ca_files: Vec<String>,
     /// Secrets the tasks never see: each task gets a placeholder in the variable, and
     /// the proxy puts the secret in requests to the credential's hosts only.
     pub credentials: BTreeMap<String, CredentialSection>,
@@ -121,6 +124,7 @@ impl Default for NetworkSection {
             preset_domains: true,
             idle_timeout_s: 300,
             max_connections: 256,
+            ca_files: Vec::new(),
             credentials: BTreeMap::new(),
         }
     }

@@ -302,6 +302,7 @@ impl Env {
                 extras.files.push(log.clone());
             }
             extras.server_connect.extend(&net.ports);
+            extras.read.extend(net.ca_files.iter().map(PathBuf::from));
         }
         let sandbox = Sandbox::from_profile(&self.profile, &extras);
         if let Some(s) = &sandbox {
