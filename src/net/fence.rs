@@ -539,6 +539,9 @@ impl NetworkFence {
     }
 }
 
+/// Variables for a task's environment.
+type Vars = Vec<(String, String)>;
+
 /// The profile's credentials whose secret is in whalebox's environment, and the
 /// variables a task gets for them (placeholders, and the CA bundle that makes its tools
 /// trust the proxy for those hosts). A credential whose variable is unset is left out,
@@ -546,7 +549,7 @@ impl NetworkFence {
 fn credentials(
     section: &NetworkSection,
     run_dir: &std::path::Path,
-) -> Result<(Option<Arc<Credentials>>, Vec<(String, String)>), String> {
+) -> Result<(Option<Arc<Credentials>>, Vars), String> {
     let mut list = Vec::new();
     for (name, c) in &section.credentials {
         let secret = std::env::var(&c.env).unwrap_or_default();
