@@ -425,3 +425,60 @@ fn doctor_says_how_the_network_is_fenced_and_what_stays_open() {
     assert!(t.contains("still open:"), "{t}");
     assert!(t.contains("unlisted hosts: ask"), "{t}");
 }
+
+#[test]
+fn a_repositorys_policy_file_says_which_hosts_its_commands_may_reach() {
+    let origin = Origin::start();
+    let kernel = match kernels().first() {
+        Some(k) => *k,
+        None => return,
+    };
+    let f = Fixture::new();
+    f.write(
+        "policy.toml",
+        "version = 1\ndefault = \"allow\"\n\
+         [[network]]\nhosts = [\"ci.test\"]\ndecision = \"allow\"\njustification = \"our CI cache\"\n\
+         match = [\"ci.test\"]\nnot_match = [\"ci.test.evil.example\"]\n\
+         [[network]]\nhosts = [\"*.blocked.test\"]\ndecision = \"deny\"\njustification = \"never\"\n\
+         match = [\"x.blocked.test\"]\n",
+    );
+    let policy = f.ws.join("policy.toml");
+    let f = f.with_profile(&format!(
+        "policy = \"{}\"\n[shell]\nexec_boundary = \"off\"\n[network]\nkernel = \"{kernel}\"\n\
+         allow_domains = [\"*.test\"]\nallow_private = [\"127.0.0.1\"]\nports = []\non_new_domain = \"deny\"\n\
+         [network.hosts]\n\"ci.test\" = \"127.0.0.1\"\n\"x.blocked.test\" = \"127.0.0.1\"\n",
+        policy.display()
+    ));
+    let env = run(
+        &f,
+        &format!(
+            "curl -sS http://ci.test:{0}/ok; curl -sS http://x.blocked.test:{0}/no",
+            origin.port
+        ),
+    );
+    let t = text(&env);
+    assert!(t.contains("hello from /ok"), "{t}");
+    assert!(!t.contains("hello from /no"), "{t}");
+    assert!(
+        t.contains("x.blocked.test:")
+            && t.contains("is refused by the policy rule")
+            && t.contains("policy.toml:10 (deny: never)"),
+        "the refusal names the rule's file and line: {t}"
+    );
+
+    // A rule whose example does not hold stops the policy from loading.
+    f.write(
+        "policy.toml",
+        "version = 1\n[[network]]\nhosts = [\"github.com\"]\ndecision = \"allow\"\nmatch = [\"api.github.com\"]\n",
+    );
+    let out = f
+        .command(&["policy", "test", policy.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("does not match its example")
+            || String::from_utf8_lossy(&out.stderr).contains("does not match its example"),
+        "{out:?}"
+    );
+}

@@ -28,6 +28,8 @@ use super::record::{ConnectionRecord, Kind, Outcome, Sink};
 use super::resolve::{Resolve, StaticResolver, SystemResolver};
 use super::{netns, sockets};
 use crate::boundary::{Approval, ApprovalRequest, ApproverSlot, OnAsk};
+use crate::policy::network::judge;
+use crate::policy::{Decision as PolicyDecision, NetworkRule};
 use crate::profile::network::{FenceMode, KernelFence, NetworkSection, OnNewDomain};
 
 /// The port a task's door listens on inside its own namespace (any port is free there).
@@ -193,6 +195,7 @@ struct Entry {
 
 struct Inner {
     section: NetworkSection,
+    policy_rules: Vec<NetworkRule>,
     /// Secrets swapped in by the proxy, and what tasks get instead: the placeholders
     /// and the variables that make them trust the session's certificate authority.
     credentials: Option<Arc<Credentials>>,
@@ -233,6 +236,8 @@ pub struct FenceSettings {
     pub audit_log: Option<PathBuf>,
     /// The server's private run directory (the hand-over socket's home).
     pub run_dir: PathBuf,
+    /// The exec policy's `[[network]]` rules.
+    pub policy_rules: Vec<NetworkRule>,
 }
 
 impl NetworkFence {
@@ -274,6 +279,7 @@ impl NetworkFence {
         Ok(Some(NetworkFence {
             inner: Arc::new(Inner {
                 section: section.clone(),
+                policy_rules: settings.policy_rules,
                 credentials,
                 credential_env,
                 rules,
@@ -741,8 +747,8 @@ impl Inner {
         }
     }
 
-    /// Ask about a host no list names; remembered for the session.
-    fn ask(&self, token: &str, host: &str, port: u16) -> Decision {
+    /// Ask about a host (`reason`: why it is asked); the answer holds for the session.
+    fn ask(&self, token: &str, host: &str, port: u16, reason: String) -> Decision {
         if let Some(allowed) = self.answered.lock().ok().and_then(|a| a.get(host).copied()) {
             return if allowed {
                 Decision::Allow
@@ -762,9 +768,6 @@ impl Inner {
             std::thread::sleep(Duration::from_millis(10));
             task_id = self.task_of(token).0;
         }
-        let reason = format!(
-            "[network] on_new_domain = \"ask\": {host} is in no allow or deny list; the first connection to it in this session"
-        );
         let answer = self.approver.get().and_then(|ask| {
             ask(&ApprovalRequest {
                 command: format!("connect to {host}:{port}"),
@@ -791,9 +794,7 @@ impl Inner {
             None => match self.on_ask {
                 OnAsk::Allow => Decision::Allow,
                 OnAsk::Deny => Decision::deny(
-                    format!(
-                        "{host} is new, [network] on_new_domain = \"ask\", and no one can answer here ([shell] on_ask = \"deny\")"
-                    ),
+                    format!("{reason}, and no one can answer here ([shell] on_ask = \"deny\")"),
                     how,
                 ),
             },
@@ -810,29 +811,50 @@ struct TaskDecide {
 impl Decide for TaskDecide {
     fn decide<'a>(&'a self, host: &'a str, port: u16) -> DecisionFuture<'a> {
         Box::pin(async move {
-            match self.inner.rules.verdict(host, port) {
-                Verdict::Allowed => Decision::Allow,
-                Verdict::Denied(d) => d,
-                Verdict::Unlisted => match self.inner.section.on_new_domain {
-                    OnNewDomain::Allow => Decision::Allow,
-                    OnNewDomain::Deny => self.inner.rules.decide_now(host, port),
-                    OnNewDomain::Ask => {
-                        let inner = self.inner.clone();
-                        let token = self.token.clone();
-                        let host = host.to_string();
-                        let timeout = inner.ask_timeout;
-                        // The approver blocks while a person thinks.
-                        let asked =
-                            tokio::task::spawn_blocking(move || inner.ask(&token, &host, port));
-                        match tokio::time::timeout(timeout + Duration::from_secs(5), asked).await {
-                            Ok(Ok(d)) => d,
-                            _ => Decision::deny(
-                                "no answer to the question in time",
-                                "add the host to [network] allow_domains in the profile",
-                            ),
-                        }
-                    }
+            // The profile's ports and deny list first; then the policy's rules, the
+            // strictest of which wins over the profile's allow list; then the unlisted.
+            let listed = self.inner.rules.verdict(host, port);
+            if let Verdict::Denied(d) = listed {
+                return d;
+            }
+            let ruled = judge(&self.inner.policy_rules, host, port);
+            let reason = match (ruled, &listed) {
+                (Some(r), _) if r.decision == PolicyDecision::Deny => {
+                    return Decision::deny(
+                        format!(
+                            "{host}:{port} is refused by the policy rule {}",
+                            r.describe()
+                        ),
+                        format!(
+                            "change the rule at {} (the policy file is versioned with the repository)",
+                            r.source
+                        ),
+                    );
+                }
+                (Some(r), _) if r.decision == PolicyDecision::Ask => {
+                    format!("the policy rule {} asks about {host}", r.describe())
+                }
+                (Some(_), _) | (None, Verdict::Allowed) => return Decision::Allow,
+                (None, _) => match self.inner.section.on_new_domain {
+                    OnNewDomain::Allow => return Decision::Allow,
+                    OnNewDomain::Deny => return self.inner.rules.decide_now(host, port),
+                    OnNewDomain::Ask => format!(
+                        "{host} is new, [network] on_new_domain = \"ask\" (in no allow or deny list)"
+                    ),
                 },
+            };
+            let inner = self.inner.clone();
+            let token = self.token.clone();
+            let host = host.to_string();
+            let timeout = inner.ask_timeout;
+            // The approver blocks while a person thinks.
+            let asked = tokio::task::spawn_blocking(move || inner.ask(&token, &host, port, reason));
+            match tokio::time::timeout(timeout + Duration::from_secs(5), asked).await {
+                Ok(Ok(d)) => d,
+                _ => Decision::deny(
+                    "no answer to the question in time",
+                    "add the host to [network] allow_domains in the profile",
+                ),
             }
         })
     }

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod network;
+pub use network::NetworkRule;
+
 use crate::shell::classify;
 
 #[derive(
@@ -57,6 +60,10 @@ struct PolicyFile {
     /// The rules; every matching rule counts and the strictest wins (deny > ask > allow).
     #[serde(default)]
     rule: Vec<RuleFile>,
+    /// Network rules: hosts the commands may reach (or must not, or ask about), joined
+    /// with the profile's `[network]` lists; the strictest wins.
+    #[serde(default)]
+    network: Vec<network::NetworkRuleFile>,
 }
 
 /// One pattern position: a word, or a list of alternatives.
@@ -112,6 +119,9 @@ pub struct Policy {
     pub default_nested: Decision,
     pub allow_read_only: bool,
     pub rules: Vec<Rule>,
+    /// `[[network]]` rules, for the network fence.
+    #[serde(default)]
+    pub network: Vec<NetworkRule>,
     /// The files it was loaded from, the top one first.
     pub files: Vec<PathBuf>,
 }
@@ -145,12 +155,14 @@ impl Policy {
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let mut files = Vec::new();
         let mut rules = Vec::new();
-        let top = load_file(path, &mut files, &mut rules, 0)?;
+        let mut network = Vec::new();
+        let top = load_file(path, &mut files, &mut rules, &mut network, 0)?;
         let policy = Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
             default_nested: top.2.unwrap_or(Decision::Allow),
             rules,
+            network,
             files,
         };
         Ok(policy)
@@ -158,12 +170,14 @@ impl Policy {
 
     pub fn embedded() -> Policy {
         let mut rules = Vec::new();
+        let mut network = Vec::new();
         let top = parse(
             EMBEDDED_DEFAULT,
             "<embedded default policy>",
             None,
             &mut Vec::new(),
             &mut rules,
+            &mut network,
             0,
         )
         .expect("the embedded policy loads");
@@ -172,6 +186,7 @@ impl Policy {
             allow_read_only: top.1.unwrap_or(false),
             default_nested: top.2.unwrap_or(Decision::Allow),
             rules,
+            network,
             files: Vec::new(),
         }
     }
@@ -289,6 +304,7 @@ fn load_file(
     path: &Path,
     files: &mut Vec<PathBuf>,
     rules: &mut Vec<Rule>,
+    network: &mut Vec<NetworkRule>,
     depth: usize,
 ) -> Result<Top, PolicyError> {
     let text = std::fs::read_to_string(path)
@@ -300,6 +316,7 @@ fn load_file(
         path.parent(),
         files,
         rules,
+        network,
         depth,
     )
 }
@@ -310,6 +327,7 @@ fn parse(
     dir: Option<&Path>,
     files: &mut Vec<PathBuf>,
     rules: &mut Vec<Rule>,
+    network: &mut Vec<NetworkRule>,
     depth: usize,
 ) -> Result<Top, PolicyError> {
     if depth > 8 {
@@ -334,7 +352,7 @@ fn parse(
                 "{name}: include needs a policy file on disk"
             )));
         };
-        load_file(&dir.join(inc), files, rules, depth + 1)?;
+        load_file(&dir.join(inc), files, rules, network, depth + 1)?;
     }
     for r in file.rule {
         let line = line_of(r.pattern.span().start);
@@ -376,6 +394,10 @@ fn parse(
             }
         }
         rules.push(rule);
+    }
+    for r in file.network {
+        let source = format!("{name}:{}", line_of(r.hosts.span().start));
+        network.push(network::load(r, source)?);
     }
     Ok((file.default, file.allow_read_only, file.default_nested))
 }
@@ -564,14 +586,66 @@ mod tests {
 
     fn policy(text: &str) -> Result<Policy, PolicyError> {
         let mut rules = Vec::new();
-        let top = parse(text, "p.toml", None, &mut Vec::new(), &mut rules, 0)?;
+        let mut network = Vec::new();
+        let top = parse(
+            text,
+            "p.toml",
+            None,
+            &mut Vec::new(),
+            &mut rules,
+            &mut network,
+            0,
+        )?;
         Ok(Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
             default_nested: top.2.unwrap_or(Decision::Allow),
             rules,
+            network,
             files: vec![],
         })
+    }
+
+    #[test]
+    fn network_rules_load_check_their_examples_and_the_strictest_wins() {
+        let p = policy(
+            "version = 1\n\
+             [[network]]\nhosts = [\"*.crates.io\", \"crates.io\"]\ndecision = \"allow\"\n\
+             match = [\"static.crates.io\", \"crates.io:443\"]\nnot_match = [\"crates.io.evil.example\"]\n\
+             [[network]]\nhosts = [\"evil.crates.io\"]\nports = [443]\ndecision = \"deny\"\n\
+             justification = \"not ours\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.network.len(), 2);
+        let judged = |h: &str, port| network::judge(&p.network, h, port).map(|r| r.decision);
+        assert_eq!(judged("index.crates.io", 443), Some(Decision::Allow));
+        assert_eq!(judged("evil.crates.io", 443), Some(Decision::Deny));
+        assert_eq!(judged("evil.crates.io", 80), Some(Decision::Allow));
+        assert_eq!(judged("example.org", 443), None);
+        let deny = network::judge(&p.network, "evil.crates.io", 443).unwrap();
+        assert_eq!(deny.describe(), "p.toml:8 (deny: not ours)");
+
+        let bad = policy(
+            "version = 1\n[[network]]\nhosts = [\"github.com\"]\ndecision = \"allow\"\nmatch = [\"api.github.com\"]\n",
+        )
+        .unwrap_err();
+        assert!(
+            bad.0
+                .contains("does not match its example `api.github.com`"),
+            "{bad}"
+        );
+        let bad = policy(
+            "version = 1\n[[network]]\nhosts = [\"*.github.com\"]\ndecision = \"allow\"\nnot_match = [\"github.com\"]\n",
+        )
+        .unwrap_err();
+        assert!(
+            bad.0.contains("matches `github.com`, listed in not_match"),
+            "{bad}"
+        );
+        let bad =
+            policy("version = 1\n[[network]]\nhosts = [\"https://x.org\"]\ndecision = \"allow\"\n")
+                .unwrap_err();
+        assert!(bad.0.contains("host pattern"), "{bad}");
     }
 
     fn decide(p: &Policy, line: &str) -> Decision {

@@ -490,12 +490,23 @@ impl Env {
                         ),
                         audit_log: self.profile.shell.audit_log.clone(),
                         run_dir: self.private.run.clone(),
+                        policy_rules: self.network_rules()?,
                     },
                     enforcement,
                 )
                 .map(|f| f.map(Arc::new))
             })
             .clone()
+    }
+
+    /// The policy's `[[network]]` rules: from the loaded exec policy, or (with the exec
+    /// boundary off) read from the profile's policy file for the network fence alone.
+    fn network_rules(&self) -> Result<Vec<crate::policy::NetworkRule>, String> {
+        match (&self.policy, &self.profile.policy) {
+            (Some(p), _) => Ok(p.network.clone()),
+            (None, Some(file)) => Policy::load(file).map(|p| p.network).map_err(|e| e.0),
+            (None, None) => Ok(Vec::new()),
+        }
     }
 
     /// The network fence's part of a task that is about to start (None: no fence).
