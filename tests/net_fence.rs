@@ -482,3 +482,74 @@ fn a_repositorys_policy_file_says_which_hosts_its_commands_may_reach() {
         "{out:?}"
     );
 }
+
+/// Without root, the namespace is made inside a user namespace whose maps the task's
+/// supervisor writes in /proc/self, under the server's Landlock layer: run the whole
+/// thing as `nobody` (needs root to switch, and setpriv).
+#[test]
+fn an_unprivileged_user_gets_its_own_network_namespace_too() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { nix::libc::geteuid() } != 0 || common::find_system_program("setpriv").is_none() {
+        eprintln!("SKIPPED: needs root (to become nobody) and setpriv");
+        return;
+    }
+    let origin = Origin::start();
+    let f = Fixture::new().with_profile(&format!(
+        "[network]\nkernel = \"namespace\"\nallow_domains = [\"files.test\"]\nallow_private = [\"127.0.0.1\"]\n\
+         ports = []\n[network.hosts]\n\"files.test\" = \"127.0.0.1\"\n"
+    ));
+    // The binary and the fixture where nobody can reach them.
+    let bin = f.root.join("whalebox");
+    std::fs::copy(common::bin(), &bin).unwrap();
+    let nobody = "65534";
+    let chown = std::process::Command::new("chown")
+        .args([
+            "-R",
+            &format!("{nobody}:{nobody}"),
+            f.root.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let probe = std::process::Command::new("setpriv")
+        .args(["--reuid", nobody, "--regid", nobody, "--clear-groups"])
+        .arg(&bin)
+        .arg("__netns-probe")
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&probe.stdout).trim() != "user" {
+        eprintln!(
+            "SKIPPED: unprivileged user namespaces are off here: {}",
+            String::from_utf8_lossy(&probe.stdout)
+        );
+        return;
+    }
+    let args = json!({"command": format!(
+        "id -u; curl -sS http://files.test:{0}/ns; curl -sS --noproxy '*' http://127.0.0.1:{0}/direct",
+        origin.port
+    )})
+    .to_string();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", nobody, "--regid", nobody, "--clear-groups"])
+        .arg(&bin)
+        .args(["call", "shell_run", "--args", &args, "--profile"])
+        .arg(f.profile.as_ref().unwrap())
+        .arg("--workspace")
+        .arg(&f.ws)
+        .env("HOME", &f.home)
+        .current_dir(&f.ws)
+        .output()
+        .unwrap();
+    let env: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let t = text(&env);
+    assert!(t.starts_with("65534\n"), "{t}");
+    assert!(t.contains("hello from /ns"), "{t}");
+    assert!(!t.contains("hello from /direct"), "{t}");
+    assert_eq!(
+        network(&env)["enforcement"],
+        "namespace",
+        "{:#}",
+        network(&env)
+    );
+}

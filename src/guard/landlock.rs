@@ -46,6 +46,10 @@ pub struct Sandbox {
     /// More ports the server's own layer allows (see [`Extras::server_connect`]).
     #[serde(default)]
     pub server_connect: Vec<u16>,
+    /// Files the server's own layer lets it (and the supervisors it starts, before they
+    /// add the task's layer) write: see [`Extras::server_write`].
+    #[serde(default)]
+    pub server_write: Vec<PathBuf>,
     pub bind: Vec<u16>,
     /// A task's egress proxy port when the network fence falls back to Landlock: TCP
     /// connect is then limited to it (and `connect`), bind left as `network` says.
@@ -228,6 +232,10 @@ pub struct Extras {
     pub files: Vec<PathBuf>,
     /// Files the server reads that no set names (the network fence's `ca_files`).
     pub read: Vec<PathBuf>,
+    /// Paths only the server's layer may write: `/proc`, when a task's supervisor must
+    /// write its new user namespace's `uid_map` (an unprivileged network namespace) before
+    /// it adds the task's own layer, which leaves `/proc` read-only again.
+    pub server_write: Vec<PathBuf>,
     /// TCP ports the server itself connects to (the web group's `[web] ports` and its
     /// search endpoint), with `network = "deny"`.
     pub server_connect: Vec<u16>,
@@ -314,6 +322,7 @@ impl Sandbox {
             network: l.network,
             connect: l.connect.clone(),
             server_connect: extras.server_connect.clone(),
+            server_write: extras.server_write.clone(),
             bind: l.bind.clone(),
             proxy_port: None,
             create,
@@ -472,6 +481,15 @@ impl Sandbox {
             ruleset = ruleset.scope(Scope::from_all(abi)).map_err(|e| fail(&e))?;
         }
         let mut created = ruleset.create().map_err(|e| fail(&e))?;
+        if layer == Layer::Server {
+            for path in &self.server_write {
+                let Ok(fd) = PathFd::new(path) else { continue };
+                let access = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::ReadDir;
+                created = created
+                    .add_rule(PathBeneath::new(fd, access))
+                    .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
+            }
+        }
         for (path, grant) in &self.paths {
             let Ok(fd) = PathFd::new(path) else {
                 // Gone since the profile was read: nothing to grant.
@@ -857,6 +875,7 @@ mod tests {
             network: NetworkMode::Allow,
             connect: vec![],
             server_connect: vec![],
+            server_write: vec![],
             bind: vec![],
             proxy_port: None,
             create: vec![],

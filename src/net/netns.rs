@@ -50,8 +50,12 @@ pub fn enter() -> Result<Made, String> {
                 )
             })?;
             // Without "deny", an unprivileged process may not write a gid map.
+            // Opened for writing only (no O_TRUNC, which Landlock would check apart).
             let write = |file: &str, text: String| {
-                std::fs::write(format!("/proc/self/{file}"), text)
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(format!("/proc/self/{file}"))
+                    .and_then(|mut f| f.write_all(text.as_bytes()))
                     .map_err(|e| format!("writing /proc/self/{file}: {e}"))
             };
             write("setgroups", "deny".into())?;

@@ -303,6 +303,13 @@ impl Env {
             }
             extras.server_connect.extend(&net.ports);
             extras.read.extend(net.ca_files.iter().map(PathBuf::from));
+            // Without root, a task's network namespace lives in a user namespace whose
+            // uid and gid maps its supervisor writes in /proc/self (see net::netns).
+            // SAFETY: geteuid cannot fail.
+            let root = unsafe { nix::libc::geteuid() } == 0;
+            if !root && net.kernel != crate::profile::network::KernelFence::Landlock {
+                extras.server_write.push(PathBuf::from("/proc"));
+            }
         }
         let sandbox = Sandbox::from_profile(&self.profile, &extras);
         if let Some(s) = &sandbox {
