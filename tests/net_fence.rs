@@ -494,10 +494,10 @@ fn an_unprivileged_user_gets_its_own_network_namespace_too() {
         return;
     }
     let origin = Origin::start();
-    let f = Fixture::new().with_profile(&format!(
+    let f = Fixture::new().with_profile(
         "[network]\nkernel = \"namespace\"\nallow_domains = [\"files.test\"]\nallow_private = [\"127.0.0.1\"]\n\
          ports = []\n[network.hosts]\n\"files.test\" = \"127.0.0.1\"\n"
-    ));
+    );
     // The binary and the fixture where nobody can reach them.
     let bin = f.root.join("whalebox");
     std::fs::copy(common::bin(), &bin).unwrap();
