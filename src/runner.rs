@@ -130,8 +130,7 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
         args.push(supervisor::EXEC_GATE_FLAG.into());
         args.push(socket.into());
     }
-    if let Some((fence, net)) = &network {
-        fence.started(net.token(), Some(RUN_TASK));
+    if let Some((_, net)) = &network {
         if let Some(netns) = &net.netns {
             args.push(supervisor::NETNS_FLAG.into());
             args.push(netns.into());
@@ -153,6 +152,9 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", shell.to_string_lossy()))?;
+    if let Some((fence, net)) = &network {
+        fence.started(net.token(), Some((RUN_TASK, child.id() as i32)));
+    }
     let tee = child.stderr.take().map(Tee::start);
     // Ctrl-C and Ctrl-\ are for the command; we wait for it like system(3) does.
     // SAFETY: ignoring signals; no handler runs.

@@ -141,6 +141,11 @@ fn an_allowed_host_is_reached_through_the_proxy_and_an_unlisted_one_is_refused_n
         assert_eq!(net["reached"][0]["host"], "files.test", "{net:#}");
         assert!(net["reached"][0]["bytes_down"].as_u64().unwrap() > 0);
         assert_eq!(net["refused"][0]["host"], "other.test", "{net:#}");
+        assert_eq!(net["reached"][0]["by"], json!(["curl"]), "{net:#}");
+        assert!(
+            t.contains("other.test:") && t.contains("refused for curl"),
+            "{t}"
+        );
         assert_eq!(
             origin.connections() - before,
             1,
@@ -364,6 +369,9 @@ fn every_connection_is_one_audit_record() {
     assert_eq!(records[0]["task"], task.as_str());
     assert!(records[0]["bytes_down"].as_u64().unwrap() > 0);
     assert!(records[0]["command"].as_str().unwrap().contains("curl"));
+    // The program behind it, found while it was connected: the task's shell ran curl.
+    let programs = records[0]["programs"].as_array().expect("programs named");
+    assert_eq!(programs.last().unwrap(), "curl", "{records:#?}");
     assert_eq!(records[1]["decision"], "deny");
     assert!(records[1]["rule"].as_str().unwrap().contains("nope.test"));
 }

@@ -174,6 +174,8 @@ struct Reached {
     connections: u64,
     bytes_up: u64,
     bytes_down: u64,
+    /// The programs that connected (the last of each chain), a few.
+    by: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -181,6 +183,19 @@ struct Refused {
     rule: String,
     how_to_allow: String,
     times: u64,
+    by: Vec<String>,
+}
+
+/// Program names kept per host.
+const BY_KEPT: usize = 4;
+
+fn add_by(by: &mut Vec<String>, chain: &Option<Vec<String>>) {
+    if let Some(last) = chain.as_ref().and_then(|c| c.last())
+        && by.len() < BY_KEPT
+        && !by.contains(last)
+    {
+        by.push(last.clone());
+    }
 }
 
 /// Hosts one task may keep in its log (a scanner must not grow memory without bound).
@@ -188,6 +203,8 @@ const LOG_HOSTS: usize = 200;
 
 struct Entry {
     task: Option<String>,
+    /// The task's supervisor, whose descendants' programs are named in the records.
+    pid: Option<i32>,
     command: String,
     door: Option<Door>,
     log: TaskLog,
@@ -372,6 +389,7 @@ impl NetworkFence {
             token.clone(),
             Entry {
                 task: None,
+                pid: None,
                 command: command.to_string(),
                 door,
                 log: TaskLog::default(),
@@ -395,14 +413,16 @@ impl NetworkFence {
         })
     }
 
-    /// The task `prepare`d under `token` started as `task_id` (or did not start: None,
-    /// and its door closes).
-    pub fn started(&self, token: &str, task_id: Option<&str>) {
+    /// The task `prepare`d under `token` started (or did not start: None, and its door
+    /// closes).
+    /// `task` is the task's id and its supervisor's pid.
+    pub fn started(&self, token: &str, task: Option<(&str, i32)>) {
         if let Ok(mut entries) = self.inner.entries.lock() {
-            match task_id {
-                Some(id) => {
+            match task {
+                Some((id, pid)) => {
                     if let Some(e) = entries.get_mut(token) {
                         e.task = Some(id.to_string());
+                        e.pid = Some(pid);
                     }
                 }
                 None => {
@@ -466,6 +486,7 @@ impl NetworkFence {
                     decide,
                     sink,
                     label: Some(token.to_string()),
+                    identify: Some(self.inner.identify(token)),
                 },
             )
             .map_err(|e| format!("cannot serve the proxy's port: {e}"))
@@ -520,20 +541,25 @@ impl NetworkFence {
             .unwrap_or_default();
         let mut lines = Vec::new();
         for ((host, port), r) in &log.refused {
+            let by = if r.by.is_empty() {
+                String::new()
+            } else {
+                format!(" for {}", r.by.join(", "))
+            };
             lines.push(format!(
-                "network: {host}:{port} refused ({}). To allow it: {}",
+                "network: {host}:{port} refused{by} ({}). To allow it: {}",
                 r.rule, r.how_to_allow
             ));
         }
         let reached: Vec<Value> = log
             .reached
             .iter()
-            .map(|((host, port), r)| json!({"host": host, "port": port, "connections": r.connections, "bytes_up": r.bytes_up, "bytes_down": r.bytes_down}))
+            .map(|((host, port), r)| json!({"host": host, "port": port, "connections": r.connections, "bytes_up": r.bytes_up, "bytes_down": r.bytes_down, "by": r.by}))
             .collect();
         let refused: Vec<Value> = log
             .refused
             .iter()
-            .map(|((host, port), r)| json!({"host": host, "port": port, "rule": r.rule, "how_to_allow": r.how_to_allow, "times": r.times}))
+            .map(|((host, port), r)| json!({"host": host, "port": port, "rule": r.rule, "how_to_allow": r.how_to_allow, "times": r.times, "by": r.by}))
             .collect();
         let data = json!({
             "enforcement": self.inner.enforcement.name(),
@@ -658,6 +684,7 @@ impl Handoff {
                     }),
                     sink,
                     label: Some(token.to_string()),
+                    identify: Some(self.inner.identify(token)),
                 },
             )
             .map_err(|e| format!("cannot serve the handed-over port: {e}"))?;
@@ -667,6 +694,16 @@ impl Handoff {
 }
 
 impl Inner {
+    /// The door's way to name the programs behind a connection.
+    fn identify(self: &Arc<Self>, token: &str) -> super::proxy::Identify {
+        let inner = Arc::downgrade(self);
+        let token = token.to_string();
+        Arc::new(move |peer, door| {
+            let pid = inner.upgrade()?.entries.lock().ok()?.get(&token)?.pid?;
+            super::programs::chain(pid, peer, door)
+        })
+    }
+
     fn task_of(&self, token: &str) -> (Option<String>, String) {
         self.entries
             .lock()
@@ -706,6 +743,7 @@ impl Inner {
                 "duration_ms": r.end.duration_since(r.start).map(|d| d.as_millis() as u64).unwrap_or(0),
                 "note": r.note,
                 "credential": r.credential,
+                "programs": r.programs,
             });
             if let Ok(mut f) = audit.lock() {
                 let _ = writeln!(f, "{line}");
@@ -722,13 +760,17 @@ impl Inner {
                 Outcome::Denied { rule, how_to_allow } => {
                     if let Some(seen) = log.refused.get_mut(&key) {
                         seen.times += 1;
+                        add_by(&mut seen.by, &r.programs);
                     } else if !full {
+                        let mut by = Vec::new();
+                        add_by(&mut by, &r.programs);
                         log.refused.insert(
                             key,
                             Refused {
                                 rule,
                                 how_to_allow,
                                 times: 1,
+                                by,
                             },
                         );
                     }
@@ -741,6 +783,7 @@ impl Inner {
                     seen.connections += 1;
                     seen.bytes_up += r.bytes_up;
                     seen.bytes_down += r.bytes_down;
+                    add_by(&mut seen.by, &r.programs);
                 }
                 _ => {}
             }

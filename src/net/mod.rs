@@ -110,6 +110,7 @@ pub mod fence;
 pub mod head;
 pub(crate) mod intercept;
 pub mod netns;
+pub mod programs;
 pub mod proxy;
 pub mod record;
 pub mod relay;

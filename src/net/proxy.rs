@@ -83,7 +83,13 @@ pub struct DoorConfig {
     pub sink: Sink,
     /// Copied into each record (the task id).
     pub label: Option<String>,
+    /// Names the programs behind a connection (client address, door address), when it
+    /// is accepted: see `net::programs`.
+    pub identify: Option<Identify>,
 }
+
+/// See [`DoorConfig::identify`].
+pub type Identify = Arc<dyn Fn(SocketAddr, SocketAddr) -> Option<Vec<String>> + Send + Sync>;
 
 /// The proxy's shared part; [`Egress::open`] serves one more listener with it.
 #[derive(Clone)]
@@ -195,6 +201,7 @@ impl Proxy {
                 decide,
                 sink,
                 label: None,
+                identify: None,
             })
             .await?;
         Ok(Proxy { door })
@@ -270,6 +277,10 @@ async fn connection(
 ) {
     let start = SystemTime::now();
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let programs = match (&door.identify, stream.local_addr()) {
+        (Some(identify), Ok(local)) => identify(peer, local),
+        _ => None,
+    };
     let mut conn = Conn {
         kind: Kind::Unknown,
         target: None,
@@ -314,6 +325,7 @@ async fn connection(
         end: SystemTime::now(),
         note: conn.note,
         credential: conn.credential,
+        programs,
     };
     (door.sink)(record);
 }

@@ -57,6 +57,9 @@ pub struct ConnectionRecord {
     /// The credentials (their names, never the secrets) the proxy swapped into the
     /// requests on this connection.
     pub credential: Option<String>,
+    /// The programs from the task's first one to the one that connected
+    /// (`["zsh", "make", "curl"]`), when they could be found.
+    pub programs: Option<Vec<String>>,
 }
 
 impl ConnectionRecord {

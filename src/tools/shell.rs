@@ -495,7 +495,10 @@ impl ShellRun {
         }
         let started = env.tasks.start(&a.command, spec);
         if let Some((fence, net)) = &network {
-            fence.started(net.token(), started.as_ref().ok().map(|t| t.id.as_str()));
+            fence.started(
+                net.token(),
+                started.as_ref().ok().map(|t| (t.id.as_str(), t.pid)),
+            );
         }
         let task = match started {
             Ok(t) => t,

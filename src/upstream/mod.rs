@@ -455,7 +455,10 @@ impl Upstream {
         let started = spawn::start_stdio(spec);
         if let Some((fence, net)) = &network {
             let label = format!("mcp:{}", self.name);
-            fence.started(net.token(), started.as_ref().ok().map(|_| label.as_str()));
+            fence.started(
+                net.token(),
+                started.as_ref().ok().map(|s| (label.as_str(), s.pid)),
+            );
         }
         let started = started
             .map_err(|e| Start::Failed(format!("cannot start `{}`: {e}", argv.join(" "))))?;
