@@ -492,22 +492,29 @@ fn remember(
     if checkable {
         block.push_str(&format!("match = [{}]\n", quote(&example.join(" "))));
     }
+    append_approval(file, &block)
+}
+
+/// Append a block of policy rules to the approvals file, which starts as a policy of its
+/// own (`version = 1`) when it is empty; in one write, so blocks never interleave.
+pub(crate) fn append_approval(file: &Path, block: &str) -> std::io::Result<()> {
     // Empty, not missing: the server creates the file at start when Landlock needs it.
     let fresh = std::fs::metadata(file)
         .map(|m| m.len() == 0)
         .unwrap_or(true);
+    let mut text = String::new();
+    if fresh {
+        text.push_str(
+            "# Approvals remembered by whalebox ([shell] approvals_file). Review them, then\n\
+             # commit this file and `include` it from your policy, or copy the rules over.\n\
+             version = 1\n",
+        );
+    }
+    text.push_str(block);
     let mut opts = std::fs::OpenOptions::new();
     opts.create(true).append(true);
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o644);
-    let mut f = opts.open(file)?;
-    if fresh {
-        f.write_all(
-            b"# Approvals remembered by whalebox ([shell] approvals_file). Review them, then\n\
-              # commit this file and `include` it from your policy, or copy the rules over.\n\
-              version = 1\n",
-        )?;
-    }
-    f.write_all(block.as_bytes())
+    opts.open(file)?.write_all(text.as_bytes())
 }
 
 /// Today's date (UTC) as YYYY-MM-DD, for remembered approvals.

@@ -213,6 +213,7 @@ struct Entry {
 struct Inner {
     section: NetworkSection,
     policy_rules: Vec<NetworkRule>,
+    approvals_file: Option<PathBuf>,
     /// Secrets swapped in by the proxy, and what tasks get instead: the placeholders
     /// and the variables that make them trust the session's certificate authority.
     credentials: Option<Arc<Credentials>>,
@@ -255,6 +256,9 @@ pub struct FenceSettings {
     pub run_dir: PathBuf,
     /// The exec policy's `[[network]]` rules.
     pub policy_rules: Vec<NetworkRule>,
+    /// Where "allow for the session" answers are appended as `[[network]]` rules for a
+    /// person to review and include (`[shell] approvals_file`).
+    pub approvals_file: Option<PathBuf>,
 }
 
 impl NetworkFence {
@@ -297,6 +301,7 @@ impl NetworkFence {
             inner: Arc::new(Inner {
                 section: section.clone(),
                 policy_rules: settings.policy_rules,
+                approvals_file: settings.approvals_file,
                 credentials,
                 credential_env,
                 rules,
@@ -571,6 +576,19 @@ impl NetworkFence {
     }
 }
 
+/// Append "allow HOST" to the approvals file as a `[[network]]` rule.
+fn remember_host(file: &std::path::Path, host: &str, who: &str) -> std::io::Result<()> {
+    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let day = crate::boundary::today();
+    let block = format!(
+        "\n# Allowed for a session by {who} on {day}: a command's connection to {host}\n\
+         [[network]]\nhosts = [{h}]\ndecision = \"allow\"\njustification = {j}\nmatch = [{h}]\n",
+        h = quote(host),
+        j = quote(&format!("approved for a session by {who} on {day}")),
+    );
+    crate::boundary::append_approval(file, &block)
+}
+
 /// Variables for a task's environment.
 type Vars = Vec<(String, String)>;
 
@@ -822,9 +840,16 @@ impl Inner {
             "add \"{host}\" to [network] allow_domains in the profile (or answer the question when asked)"
         );
         match answer {
-            Some((Approval::Once | Approval::Session, _)) => {
+            Some((approval @ (Approval::Once | Approval::Session), who)) => {
                 if let Ok(mut a) = self.answered.lock() {
                     a.insert(host.to_string(), true);
+                    // "For the session" is also kept as a rule a person can commit.
+                    if approval == Approval::Session
+                        && let Some(file) = &self.approvals_file
+                        && let Err(e) = remember_host(file, host, who)
+                    {
+                        tracing::warn!("cannot remember the approval in {}: {e}", file.display());
+                    }
                 }
                 Decision::Allow
             }

@@ -296,10 +296,14 @@ impl Env {
         {
             // The network fence records each connection in the audit log, and its proxy
             // connects out for the tasks (on the allowed ports, under network = "deny").
-            if let Some(log) = &self.profile.shell.audit_log
-                && !extras.files.contains(log)
-            {
-                extras.files.push(log.clone());
+            let files = [
+                &self.profile.shell.audit_log,
+                &self.profile.shell.approvals_file,
+            ];
+            for file in files.into_iter().flatten() {
+                if !extras.files.contains(file) {
+                    extras.files.push(file.clone());
+                }
             }
             extras.server_connect.extend(&net.ports);
             extras.read.extend(net.ca_files.iter().map(PathBuf::from));
@@ -498,6 +502,7 @@ impl Env {
                         audit_log: self.profile.shell.audit_log.clone(),
                         run_dir: self.private.run.clone(),
                         policy_rules: self.network_rules()?,
+                        approvals_file: self.profile.shell.approvals_file.clone(),
                     },
                     enforcement,
                 )

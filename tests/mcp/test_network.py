@@ -7,6 +7,7 @@ The host is a name from the profile's static host map for an HTTP server on 127.
 import http.server
 import json
 import os
+import subprocess
 import threading
 
 import pytest
@@ -41,7 +42,7 @@ def network_client(whalebox_bin, workspace, tmp_path, mode, callback=None):
 
     profile = tmp_path / "network.toml"
     profile.write_text(
-        '[shell]\nexec_boundary = "off"\naudit_log = "audit.jsonl"\n'
+        '[shell]\nexec_boundary = "off"\naudit_log = "audit.jsonl"\napprovals_file = "approvals.toml"\n'
         '[network]\nallow_private = ["127.0.0.1"]\nports = []\non_new_domain = "ask"\n'
         '[network.hosts]\n"asked.test" = "127.0.0.1"\n"second.test" = "127.0.0.1"\n'
     )
@@ -58,7 +59,7 @@ async def test_a_new_host_is_asked_once_and_the_answer_holds(whalebox_bin, works
     from mcp import types
 
     asked = []
-    answer = {"decision": "allow_once"}
+    answer = {"decision": "allow_session"}
 
     async def on_elicit(context, params):
         asked.append(params.message)
@@ -82,6 +83,12 @@ async def test_a_new_host_is_asked_once_and_the_answer_holds(whalebox_bin, works
     audit = [json.loads(l) for l in (tmp_path / "audit.jsonl").read_text().splitlines()]
     decisions = [(r["host"], r["decision"]) for r in audit if r.get("kind") == "network"]
     assert decisions == [("asked.test", "allow"), ("asked.test", "allow"), ("second.test", "deny")], decisions
+    # "For the session" is kept as a [[network]] rule to review and include; it checks.
+    remembered = (tmp_path / "approvals.toml").read_text()
+    assert '[[network]]\nhosts = ["asked.test"]' in remembered and "second.test" not in remembered, remembered
+    check = subprocess.run([whalebox_bin, "policy", "test", str(tmp_path / "approvals.toml")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 @pytest.mark.parametrize("mode", MODES)
