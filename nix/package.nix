@@ -7,6 +7,7 @@
   installShellFiles,
   makeBinaryWrapper,
   zsh-gated,
+  curl,
   git,
   python3,
   util-linux,
@@ -50,8 +51,10 @@ rustPlatform.buildRustPackage {
   # The tests run the real binaries against real files, processes, PTYs, the gated zsh
   # and (where the builder's kernel has it) Landlock. The programs they start come from
   # here and the stdenv (no /usr/bin in the build sandbox): git for repositories, python3
-  # for scripted servers and children, setsid for detached processes.
+  # for scripted servers and children, setsid for detached processes, curl for the
+  # network fence's commands.
   nativeCheckInputs = [
+    curl
     git
     python3
     util-linux

@@ -502,6 +502,7 @@ let
       };
       which = hostTool "which" [ "which" ] "";
       git = hostTool "git" [ "git" ] "";
+      curl = hostTool "curl" [ "curl" ] "";
       bashInteractive = bootstrap.bash;
       python3 = hostTool "python3" [ "python3" ] "";
       util-linux = hostTool "util-linux" [
