@@ -1,8 +1,13 @@
 //! The network side of the fence (issue 24): every connection a task makes goes through
-//! whalebox and is decided per host. This module knows no profile: a caller hands it a
-//! [`Decide`]r, a [`Resolve`]r, a [`ProxyConfig`] and a [`Sink`] for records.
+//! whalebox and is decided per host. The proxy ([`proxy`], [`head`], [`relay`],
+//! [`credential`], `intercept`) knows no profile: a caller hands it a [`Decide`]r, a
+//! [`Resolve`]r, a [`ProxyConfig`] and a [`Sink`] for records. [`fence`] is the session's
+//! side: the `[network]` profile section and the policy's `[[network]]` rules made into
+//! a door per task, its variables, its kernel fence ([`netns`] or [`sockets`] with
+//! Landlock), asks, `data.network` and audit records (with the [`programs`] behind each
+//! connection).
 //!
-//! # Built (this slice)
+//! # The proxy
 //!
 //! - [`Proxy`]: a per-session egress proxy on 127.0.0.1 (a random port), HTTP `CONNECT
 //!   host:port` tunnels and plain-HTTP forwarding of absolute-form requests (one request
@@ -25,8 +30,8 @@
 //! - One [`ConnectionRecord`] per accepted connection (host, port, address, outcome with
 //!   the rule, bytes up and down, start and end), also for garbage and for connections
 //!   cut by [`Proxy::shutdown`].
-//! - **Credentials the task never sees** (item 4 below, the mechanism; the profile's
-//!   `[network.credentials.NAME]` is wired elsewhere): [`Credentials`] from
+//! - **Credentials the task never sees** (`[network.credentials.NAME]`, read by
+//!   [`fence`]): [`Credentials`] from
 //!   [`Credential`]s (name, variable, hosts, [`Sending`]: header + format or Basic user,
 //!   the secret) makes per-session placeholders (`whalebox-placeholder-NAME-<32 hex>`,
 //!   [`Credentials::task_env`]) and a per-session CA (rcgen; path length 0 and name
@@ -46,63 +51,39 @@
 //!   credentials swapped (`credential`), never a secret. Tested by curl and git in
 //!   tests/net_credentials.rs.
 //!
-//! # Checked on the build machine (Linux 6.18, 2 cores, as root)
+//! # The session's fence ([`fence`])
 //!
-//! - `unshare -Urn true` works, and also as uid 65534 (`setpriv --reuid=65534 … unshare
-//!   -Urn`): unprivileged user + network namespaces are available. Inside one, `ip link
-//!   set lo up` works, TCP and UDP to outside addresses fail with ENETUNREACH (no route,
-//!   nothing sent), and a *pathname* unix socket bound outside is reachable (pathname
-//!   sockets belong to the filesystem, not the network namespace; abstract ones do not).
-//! - Landlock ABI 7 (`landlock_create_ruleset(NULL, 0, VERSION)`): TCP bind/connect rules
-//!   (ABI 4) and abstract-unix-socket and signal scoping (ABI 6) are there; pathname unix
-//!   sockets are not restricted by this ABI.
+//! - One [`Egress`] per session, started with the first task; each task (shell task,
+//!   `whalebox run`, upstream MCP server) gets its own [`Door`] labelled with it, and
+//!   `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (both cases), `NO_PROXY`,
+//!   `NODE_USE_ENV_PROXY=1`, plus the credentials' placeholders and trust variables.
+//! - **Namespace** (where unshare works: root, or unprivileged user namespaces): the
+//!   supervisor enters a new network namespace (in a user namespace mapping only its
+//!   uid/gid without root; it writes the maps in /proc/self, which the server's
+//!   Landlock layer allows and the task's does not), brings `lo` up, binds
+//!   127.0.0.1:3128 there and hands the listener to the server over `net.sock` in the
+//!   private run directory (`SCM_RIGHTS`, with a per-task token); the server serves it
+//!   as the task's door. No forwarder, no second copy; nothing else has a route.
+//! - **Landlock** (no namespaces; ABI ≥ 4): the door is on the machine's 127.0.0.1; the
+//!   task's Landlock layer handles `ConnectTcp` with the door's port as the only rule
+//!   (bind untouched), and [`sockets`] refuses UDP, raw, packet, non-TCP stream
+//!   sockets and `io_uring_setup`. Open: TCP to another host on that port number.
+//! - **Variables only**: neither works; `mode = "enforce"` refuses to run commands.
+//! - Decisions: the profile's ports and `deny_domains`, then the policy's `[[network]]`
+//!   rules (strictest wins over `allow_domains`), then `on_new_domain`; an `ask` goes to
+//!   the session's approver (elicitation, `input_required`, the terminal) on a blocking
+//!   thread, once per host per session, "for the session" appended to the approvals
+//!   file as a `[[network]]` rule; nobody to answer: `[shell] on_ask`.
 //!
-//! # Next
+//! # Left
 //!
-//! 1. **Wiring**: `[network]` in the profile (`allow_domains`, `deny_domains` as
-//!    [`Rules`], `allow_private`, `ports`, `on_new_domain`), one proxy per session,
-//!    started lazily; every task's environment gets `HTTP_PROXY`, `HTTPS_PROXY`,
-//!    `ALL_PROXY` (both cases) and `NO_PROXY=` (empty: nothing bypasses). To attribute
-//!    records to a task (the audit's task and program chain), give each task its own
-//!    proxy URL with credentials (`http://t42:RANDOM@127.0.0.1:PORT`): the proxy then
-//!    also refuses a client that is not one of this session's tasks (other local users
-//!    can reach 127.0.0.1). Records go to `data.network` (hosts reached and refused) and
-//!    the audit log.
-//! 2. **Kernel enforcement, where namespaces work (this machine)**: the task starts in
-//!    a new user + network namespace (`unshare(CLONE_NEWUSER | CLONE_NEWNET)` in the
-//!    spawn path, before Landlock and the exec gate; uid/gid mapped to the caller's),
-//!    with only `lo` up. A small forwarder inside listens on the namespace's own
-//!    127.0.0.1:PORT and passes each connection to the proxy over a pathname unix socket
-//!    in the session's private directory (mode 0600: other users cannot use it; Landlock
-//!    before ABI 9 does not restrict connecting to it, which here is the point: it is
-//!    the one way out, and it leads to the proxy that decides). No other TCP, no UDP, no
-//!    DNS leaves: the namespace has no route. Caveats to handle:
-//!    the exec gate's ptrace/seccomp supervisor and user namespaces must cooperate
-//!    (the gate runs in the parent namespace; check `PR_SET_NO_NEW_PRIVS` ordering), and
-//!    a task that needs loopback services of the host (a database) needs them listed.
-//! 3. **Fallback without namespaces**: Landlock `ConnectTcp` limited to the proxy's port
-//!    (ABI 4), and a seccomp filter refusing `socket(AF_INET/AF_INET6, SOCK_DGRAM|SOCK_RAW)`
-//!    and `AF_PACKET` (plain integer arguments: no race). Remains open, said in `doctor`
-//!    and `data.network`: TCP to *another* host on the proxy's port number, pathname unix
-//!    sockets. `mode = "enforce"` refuses to run when neither 2 nor 3 holds.
-//! 4. **Credentials, what is left** (the mechanism is built, above): the profile's
-//!    `[network.credentials.NAME]` (`env`, `hosts`, `header` + `format` or `basic`) read
-//!    into [`Credential`]s with the secret from the server's environment (refuse to
-//!    start when it is unset); the session's [`Credentials`] in `ProxyConfig`; the
-//!    task's environment gets [`Credentials::task_env`] and [`trust_env`] of the bundle
-//!    written to the session's private directory. Not covered yet: placeholders in the
-//!    *body* of a request inside TLS (headers and URL are screened), secrets echoed in
-//!    an origin's response *body* (headers are masked), WebSocket upgrades to a
-//!    credential host (`Upgrade` is dropped), HTTP/2 to credential hosts (http/1.1 only).
-//! 5. **Asks**: a `Decide` that consults `Rules`, then the exec approval paths
-//!    (elicitation, `input_required`, terminal, `on_ask`) once per host per session
-//!    ("always" remembered); where nobody can answer, a refusal that says so.
-//! 6. **Presets' registry hosts** added to `allow_domains`: rust `crates.io`,
-//!    `static.crates.io`, `index.crates.io`; node `registry.npmjs.org`; python `pypi.org`,
-//!    `files.pythonhosted.org`; go `proxy.golang.org`, `sum.golang.org`; nix
-//!    `cache.nixos.org`. Policy files with network rules and `match`/`not_match` examples.
-//! 7. `bench/network.sh`: throughput and per-connection latency through the proxy vs
-//!    direct, as ratios.
+//! - SOCKS5 (clients that only speak SOCKS fail closed).
+//! - Placeholders in request *bodies* inside TLS, secrets echoed in response bodies,
+//!   WebSocket and HTTP/2 to credential hosts.
+//! - In Landlock mode, another local user can use a task's door on 127.0.0.1 (under
+//!   this session's rules).
+//! - An upstream MCP server's `ask` on the 2026-07-28 lifecycle has no shell call to
+//!   carry it (as for its exec asks): it waits for the approval timeout, then `on_ask`.
 
 pub mod credential;
 pub mod decide;
