@@ -533,6 +533,33 @@ impl NetworkFence {
             .clone()
     }
 
+    /// A line for a command whose output says it tried the network without the proxy
+    /// (a name that did not resolve, no route): under a kernel fence that is the fence,
+    /// and the model should know it, not retry.
+    pub fn explain_direct(&self, output_tail: &str) -> Option<String> {
+        if matches!(self.inner.enforcement, Enforcement::VariablesOnly { .. }) {
+            return None;
+        }
+        let lower = output_tail.to_ascii_lowercase();
+        let signs = [
+            "could not resolve host",
+            "temporary failure in name resolution",
+            "name or service not known",
+            "network is unreachable",
+            "no address associated with hostname",
+            "getaddrinfo",
+        ];
+        signs.iter().any(|s| lower.contains(s)).then(|| {
+            format!(
+                "network: this command's own connections reach nothing ({}); only HTTP(S) \
+                 through the proxy in HTTP_PROXY/HTTPS_PROXY leaves, and the proxy resolves names \
+                 itself. Use a tool that honours those variables (curl, git over https, pip, npm, \
+                 cargo), not ssh or raw sockets; a host refused by the proxy is named in its 403",
+                self.inner.enforcement.name()
+            )
+        })
+    }
+
     /// `data.network` for a task, and lines for its text (refusals, with how to allow).
     pub fn report(&self, task_id: &str) -> (Value, Vec<String>) {
         let entries = self.inner.entries.lock();
@@ -936,4 +963,74 @@ fn random_hex() -> String {
         let _ = f.read_exact(&mut bytes);
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fence(enforcement: Enforcement) -> NetworkFence {
+        let settings = FenceSettings {
+            on_ask: OnAsk::Deny,
+            approver: ApproverSlot::default(),
+            ask_timeout: Duration::from_secs(1),
+            audit_log: None,
+            run_dir: std::env::temp_dir(),
+            policy_rules: Vec::new(),
+            approvals_file: None,
+        };
+        NetworkFence::new(&NetworkSection::default(), settings, enforcement)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_failed_lookup_under_a_kernel_fence_is_explained_and_not_without_one() {
+        let tail =
+            "ssh: Could not resolve hostname github.com: Temporary failure in name resolution\n";
+        let fenced = fence(Enforcement::Namespace {
+            user_namespace: false,
+        });
+        let line = fenced.explain_direct(tail).unwrap();
+        assert!(
+            line.contains("(namespace)") && line.contains("HTTP_PROXY"),
+            "{line}"
+        );
+        assert!(fenced.explain_direct("all good\n").is_none());
+        let open = fence(Enforcement::VariablesOnly { why: "x".into() });
+        assert!(open.explain_direct(tail).is_none());
+    }
+
+    #[test]
+    fn enforce_without_a_kernel_fence_is_refused_and_off_is_no_fence() {
+        let section = NetworkSection {
+            mode: FenceMode::Enforce,
+            ..NetworkSection::default()
+        };
+        let settings = || FenceSettings {
+            on_ask: OnAsk::Deny,
+            approver: ApproverSlot::default(),
+            ask_timeout: Duration::from_secs(1),
+            audit_log: None,
+            run_dir: std::env::temp_dir(),
+            policy_rules: Vec::new(),
+            approvals_file: None,
+        };
+        let err = NetworkFence::new(
+            &section,
+            settings(),
+            Enforcement::VariablesOnly { why: "no".into() },
+        )
+        .unwrap_err();
+        assert!(err.contains("mode = \"enforce\""), "{err}");
+        let off = NetworkSection {
+            mode: FenceMode::Off,
+            ..NetworkSection::default()
+        };
+        assert!(
+            NetworkFence::new(&off, settings(), Enforcement::Landlock { abi: 4 })
+                .unwrap()
+                .is_none()
+        );
+    }
 }

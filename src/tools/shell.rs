@@ -546,7 +546,10 @@ async fn network_report(env: &Env, task: &Task) -> Option<(Value, Vec<String>)> 
     if !task.is_running() {
         fence.ended(&task.id, Duration::from_millis(500)).await;
     }
-    Some(fence.report(&task.id))
+    let (data, mut lines) = fence.report(&task.id);
+    let tail = task.lock().buffer.tail_text(4096);
+    lines.extend(fence.explain_direct(&tail));
+    Some((data, lines))
 }
 
 /// `report`, with the network's part added.
