@@ -198,10 +198,32 @@ fn add_by(by: &mut Vec<String>, chain: &Option<Vec<String>>) {
     }
 }
 
+/// Entries kept: past this, the oldest of the ended tasks' are forgotten (the task
+/// table itself keeps 64 ended tasks).
+const ENTRIES_KEPT: usize = 256;
+
+fn forget_oldest_ended(entries: &mut HashMap<String, Entry>) {
+    while entries.len() >= ENTRIES_KEPT {
+        let oldest = entries
+            .iter()
+            .filter(|(_, e)| e.door.is_none() && e.task.is_some())
+            .min_by_key(|(_, e)| e.serial)
+            .map(|(k, _)| k.clone());
+        match oldest {
+            Some(k) => {
+                entries.remove(&k);
+            }
+            None => break,
+        }
+    }
+}
+
 /// Hosts one task may keep in its log (a scanner must not grow memory without bound).
 const LOG_HOSTS: usize = 200;
 
 struct Entry {
+    /// Made in this order (the oldest ended entries are forgotten first).
+    serial: u64,
     task: Option<String>,
     /// The task's supervisor, whose descendants' programs are named in the records.
     pid: Option<i32>,
@@ -390,9 +412,12 @@ impl NetworkFence {
                 )
             }
         };
-        self.inner.entries.lock().map_err(|_| "poisoned")?.insert(
+        let mut entries = self.inner.entries.lock().map_err(|_| "poisoned")?;
+        forget_oldest_ended(&mut entries);
+        entries.insert(
             token.clone(),
             Entry {
+                serial: n,
                 task: None,
                 pid: None,
                 command: command.to_string(),
@@ -400,6 +425,7 @@ impl NetworkFence {
                 log: TaskLog::default(),
             },
         );
+        drop(entries);
         let mut env = Vec::new();
         for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
             env.push((name.to_string(), url.clone()));
@@ -425,6 +451,13 @@ impl NetworkFence {
         if let Ok(mut entries) = self.inner.entries.lock() {
             match task {
                 Some((id, pid)) => {
+                    // A label seen before (an upstream server restarted): the earlier
+                    // process is gone, and so is its door.
+                    for (other, e) in entries.iter_mut() {
+                        if other != token && e.task.as_deref() == Some(id) {
+                            e.door = None;
+                        }
+                    }
                     if let Some(e) = entries.get_mut(token) {
                         e.task = Some(id.to_string());
                         e.pid = Some(pid);
