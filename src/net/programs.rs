@@ -1,19 +1,23 @@
-//! Which program of a task opened a connection to its proxy door: the socket's inode
-//! from the task's own `/proc/PID/net/tcp` (the table of the task's network namespace,
-//! or the machine's), the process among the task's that holds it, and the programs from
-//! the task's first one down to it (`zsh → make → curl`), for the audit record and the
-//! result. Looked up when the connection is accepted, while the program still runs.
-//! Best effort: a process that exited or hid its descriptors is simply not named.
+//! Which program of a task opened a connection to its proxy door: among the task's
+//! processes, the one holding a socket whose local address is the connection's client
+//! address (each socket descriptor is copied over with `pidfd_getfd` and asked with
+//! `getsockname`: microseconds, where reading `/proc/PID/net/tcp` walks the kernel's
+//! whole connection table, milliseconds), and the programs from the task's first one
+//! down to it (`zsh → make → curl`), for the audit record and the result. Looked up
+//! while the connection is served, so the program is still there. Best effort: a
+//! process that exited, or one the kernel will not let us look into, is not named.
 
 use std::net::SocketAddr;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+use nix::libc;
 
 /// The chain of program names, first (the shell) to last (the one connecting), of the
-/// task whose supervisor is `supervisor`, for the connection from `peer` to `door`.
-pub fn chain(supervisor: i32, peer: SocketAddr, door: SocketAddr) -> Option<Vec<String>> {
-    let inode = socket_inode(supervisor, peer, door)?;
+/// task whose supervisor is `supervisor`, for the connection whose client end is `peer`.
+pub fn chain(supervisor: i32, peer: SocketAddr, _door: SocketAddr) -> Option<Vec<String>> {
     let holder = descendants(supervisor)
         .into_iter()
-        .find(|pid| holds(*pid, inode))?;
+        .find(|pid| holds(*pid, peer))?;
     let mut names = Vec::new();
     let mut pid = holder;
     for _ in 0..64 {
@@ -27,32 +31,43 @@ pub fn chain(supervisor: i32, peer: SocketAddr, door: SocketAddr) -> Option<Vec<
     Some(names)
 }
 
-/// `/proc/PID/net/tcp{,6}`'s line whose local end is `peer` and remote end `door`.
-fn socket_inode(pid: i32, peer: SocketAddr, door: SocketAddr) -> Option<u64> {
-    let table = if peer.is_ipv4() { "tcp" } else { "tcp6" };
-    let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).ok()?;
-    let (local, remote) = (hex_addr(peer), hex_addr(door));
-    text.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        (fields.get(1)? == &local && fields.get(2)? == &remote)
-            .then(|| fields.get(9)?.parse().ok())
-            .flatten()
+/// Whether one of `pid`'s socket descriptors is bound to `addr`.
+fn holds(pid: i32, addr: SocketAddr) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    // SAFETY: pidfd_open with a pid and no flags; the result is checked.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    if pidfd < 0 {
+        return false;
+    }
+    // SAFETY: a descriptor the kernel just gave us, closed when dropped.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    use std::os::fd::AsRawFd;
+    fds.flatten().any(|fd| {
+        let is_socket = std::fs::read_link(fd.path())
+            .map(|l| l.to_string_lossy().starts_with("socket:"))
+            .unwrap_or(false);
+        let Some(n) = fd.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            return false;
+        };
+        if !is_socket {
+            return false;
+        }
+        // SAFETY: pidfd_getfd with valid descriptors and no flags; the result is checked.
+        let copy = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), n, 0) };
+        if copy < 0 {
+            return false;
+        }
+        // SAFETY: a descriptor the kernel just gave us, closed when dropped.
+        let copy = unsafe { OwnedFd::from_raw_fd(copy as RawFd) };
+        local_addr(copy) == Some(addr)
     })
 }
 
-/// An address as the kernel prints it there: the IP's bytes as native-endian 32-bit
-/// words in hex, a colon, the port in hex.
-fn hex_addr(a: SocketAddr) -> String {
-    let ip = match a {
-        SocketAddr::V4(v4) => format!("{:08X}", u32::from_ne_bytes(v4.ip().octets())),
-        SocketAddr::V6(v6) => v6
-            .ip()
-            .octets()
-            .chunks(4)
-            .map(|w| format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
-            .collect(),
-    };
-    format!("{ip}:{:04X}", a.port())
+/// The socket's own address (getsockname, through std; dropping it closes our copy).
+fn local_addr(fd: OwnedFd) -> Option<SocketAddr> {
+    std::net::TcpStream::from(fd).local_addr().ok()
 }
 
 /// The processes under `pid` (its children, theirs, …), breadth first.
@@ -77,19 +92,6 @@ fn descendants(pid: i32) -> Vec<i32> {
     out
 }
 
-fn holds(pid: i32, inode: u64) -> bool {
-    let wanted = format!("socket:[{inode}]");
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|fds| {
-            fds.flatten().any(|fd| {
-                std::fs::read_link(fd.path())
-                    .map(|l| l.as_os_str() == wanted.as_str())
-                    .unwrap_or(false)
-            })
-        })
-        .unwrap_or(false)
-}
-
 fn comm(pid: i32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .ok()
@@ -106,12 +108,6 @@ fn parent(pid: i32) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn addresses_print_as_the_kernel_prints_them() {
-        let a: SocketAddr = "127.0.0.1:3128".parse().unwrap();
-        assert_eq!(hex_addr(a), "0100007F:0C38");
-    }
 
     #[test]
     fn a_child_holding_a_connection_is_found_with_its_chain() {

@@ -277,8 +277,13 @@ async fn connection(
 ) {
     let start = SystemTime::now();
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    // Named beside the connection, not before it: reading /proc takes milliseconds,
+    // and the program is still there while its connection is being served.
     let programs = match (&door.identify, stream.local_addr()) {
-        (Some(identify), Ok(local)) => identify(peer, local),
+        (Some(identify), Ok(local)) => {
+            let identify = identify.clone();
+            Some(tokio::task::spawn_blocking(move || identify(peer, local)))
+        }
         _ => None,
     };
     let mut conn = Conn {
@@ -309,6 +314,14 @@ async fn connection(
                 }
             }
         },
+    };
+    let programs = match programs {
+        Some(found) => tokio::time::timeout(Duration::from_secs(2), found)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten(),
+        None => None,
     };
     let record = ConnectionRecord {
         id,
