@@ -14,6 +14,7 @@
 //! concrete tool; only `mcp` and `main` know about transports and terminals.
 
 pub mod boundary;
+pub mod checkpoint;
 pub mod core;
 pub mod edit;
 pub mod guard;

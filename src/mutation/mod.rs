@@ -229,6 +229,35 @@ pub enum CommitError {
     Io(#[from] io::Error),
 }
 
+/// Write `bytes` as `path`, a private file (0600) of whalebox's own (a store's blob, a
+/// CA bundle): to a temporary name unique to this process and call in the same
+/// directory, flushed to disk, then renamed over `path`; a crash leaves the old file or
+/// the new one, never half of it.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// What the file must be for the commit to go ahead.
 pub enum Expect<'a> {
     /// Exactly these bytes.

@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -296,20 +295,7 @@ impl Credentials {
         pem.push_str("# whalebox session CA (credential hosts only)\n");
         pem.push_str(&self.ca_pem());
         let path = dir.join("whalebox-ca-bundle.pem");
-        let suffix = random_hex(6).map_err(std::io::Error::other)?;
-        let tmp = dir.join(format!(".whalebox-ca-bundle.{suffix}.tmp"));
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(pem.as_bytes())?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, &path)?;
+        crate::mutation::write_private(&path, pem.as_bytes())?;
         Ok(path)
     }
 
