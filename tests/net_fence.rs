@@ -76,8 +76,18 @@ fn kernels() -> Vec<&'static str> {
     let mut out = Vec::new();
     for kernel in ["namespace", "landlock"] {
         let f = Fixture::new().with_profile(&format!("[network]\nkernel = \"{kernel}\"\n"));
-        let out_json = f.command(&["doctor", "--json"]).output().unwrap();
-        let report: Value = serde_json::from_slice(&out_json.stdout).unwrap_or_default();
+        let profile = f.profile.as_ref().unwrap().to_str().unwrap();
+        let doctor = f
+            .command(&["doctor", "--json", "--profile", profile])
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&doctor.stdout).unwrap_or_else(|e| {
+            panic!(
+                "doctor --json: {e}: {}\n{}",
+                doctor.status,
+                String::from_utf8_lossy(&doctor.stderr)
+            )
+        });
         let got = report["network"]["enforcement"]["kind"]
             .as_str()
             .unwrap_or("");

@@ -277,13 +277,10 @@ async fn connection(
 ) {
     let start = SystemTime::now();
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    // Named beside the connection, not before it: reading /proc takes milliseconds,
-    // and the program is still there while its connection is being served.
+    // Named before the proxy answers, while the program surely waits on its socket
+    // (a lookup is a few /proc reads and pidfd calls: tens of microseconds).
     let programs = match (&door.identify, stream.local_addr()) {
-        (Some(identify), Ok(local)) => {
-            let identify = identify.clone();
-            Some(tokio::task::spawn_blocking(move || identify(peer, local)))
-        }
+        (Some(identify), Ok(local)) => identify(peer, local),
         _ => None,
     };
     let mut conn = Conn {
@@ -314,14 +311,6 @@ async fn connection(
                 }
             }
         },
-    };
-    let programs = match programs {
-        Some(found) => tokio::time::timeout(Duration::from_secs(2), found)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .flatten(),
-        None => None,
     };
     let record = ConnectionRecord {
         id,
