@@ -1002,8 +1002,8 @@ fn random_hex() -> String {
 mod tests {
     use super::*;
 
-    fn fence(enforcement: Enforcement) -> NetworkFence {
-        let settings = FenceSettings {
+    fn settings() -> FenceSettings {
+        FenceSettings {
             on_ask: OnAsk::Deny,
             approver: ApproverSlot::default(),
             ask_timeout: Duration::from_secs(1),
@@ -1011,8 +1011,11 @@ mod tests {
             run_dir: std::env::temp_dir(),
             policy_rules: Vec::new(),
             approvals_file: None,
-        };
-        NetworkFence::new(&NetworkSection::default(), settings, enforcement)
+        }
+    }
+
+    fn fence(enforcement: Enforcement) -> NetworkFence {
+        NetworkFence::new(&NetworkSection::default(), settings(), enforcement)
             .unwrap()
             .unwrap()
     }
@@ -1039,15 +1042,6 @@ mod tests {
         let section = NetworkSection {
             mode: FenceMode::Enforce,
             ..NetworkSection::default()
-        };
-        let settings = || FenceSettings {
-            on_ask: OnAsk::Deny,
-            approver: ApproverSlot::default(),
-            ask_timeout: Duration::from_secs(1),
-            audit_log: None,
-            run_dir: std::env::temp_dir(),
-            policy_rules: Vec::new(),
-            approvals_file: None,
         };
         let err = NetworkFence::new(
             &section,

@@ -210,8 +210,9 @@ pub fn parse_absolute(uri: &str) -> Result<(Target, String), String> {
     Ok((target, path))
 }
 
-/// Headers that describe one hop, not the request: never passed on.
-const HOP_BY_HOP: &[&str] = &[
+/// Headers that describe one hop, not the request: never passed on, in either
+/// direction (`Host` is set by the proxy from the target it decided).
+pub(crate) const HOP_BY_HOP: &[&str] = &[
     "connection",
     "proxy-connection",
     "keep-alive",

@@ -307,19 +307,6 @@ pub(crate) async fn intercept(
     first.or(outcome).unwrap_or(Outcome::Allowed)
 }
 
-/// Hop-by-hop headers: never passed on either way (`Host` is set by the proxy).
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "proxy-connection",
-    "keep-alive",
-    "proxy-authorization",
-    "proxy-authenticate",
-    "te",
-    "trailer",
-    "upgrade",
-    "host",
-];
-
 fn named_by_connection(headers: &HeaderMap) -> Vec<String> {
     headers
         .get_all("connection")
@@ -468,7 +455,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let mut used: Vec<String> = Vec::new();
     for (name, value) in parts.headers.iter() {
         let lower = name.as_str();
-        if HOP_BY_HOP.contains(&lower) || named.iter().any(|n| n == lower) {
+        if super::head::HOP_BY_HOP.contains(&lower) || named.iter().any(|n| n == lower) {
             continue;
         }
         if let Some(leak) = creds.leak(host, port, value.as_bytes()) {
@@ -534,7 +521,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             let mut headers = HeaderMap::with_capacity(parts.headers.len());
             for (name, value) in parts.headers.iter() {
                 let lower = name.as_str();
-                if (HOP_BY_HOP.contains(&lower) && lower != "host")
+                if (super::head::HOP_BY_HOP.contains(&lower) && lower != "host")
                     || named.iter().any(|n| n == lower)
                 {
                     continue;
