@@ -1,100 +1,109 @@
-//! Checkpoints of the workspace (issue 25), first slice: the store and the scan. Not
-//! wired into any tool yet.
+//! Checkpoints of the workspace: before every call that may change it (`edit`,
+//! `multi_edit`, `write`, `shell_run`, `write_stdin`, `call_tool` on an upstream tool that
+//! is not read-only), whalebox records the workspace's state, so that any change, a
+//! command's included, can be undone by the model (`checkpoint_*` tools) or the person
+//! (`whalebox checkpoints`).
 //!
-//! - [`store`]: a content-addressed store of file contents (sha256, one file per blob
-//!   under `objects/ab/cdef…`, written to a temporary name and renamed, checked against
-//!   its hash when read) and of snapshots (`snapshots/ID.json`: every path of the
-//!   workspace with its kind, mode, size and blob), in a private (0700) directory.
-//! - [`scan`]: a walk of the workspace that records what is there (files, symlinks as
-//!   links, directories, with modes), reusing the hash of a file whose (size, mtime,
-//!   inode, mode) did not change since the last scan, as git's index does, so an
-//!   unchanged tree costs a stat per path; files over `max_file_bytes` and unreadable
-//!   ones are listed as skipped, never fail the scan; excluded directories (`.git`,
-//!   the presets' caches) are not entered.
-//!
-//! # Next (see issue 25)
-//!
-//! 1. `[checkpoints]` in the profile (`dir`, `exclude`, `max_file_bytes`,
-//!    `max_total_bytes`, `keep`), the store under `$XDG_STATE_HOME/whalebox/` keyed by
-//!    the workspace, reachable by the server's Landlock layer and never by a task.
-//! 2. A checkpoint before every call that can change the workspace (`edit`,
-//!    `multi_edit`, `write`, `shell_run`, `write_stdin`, `call_tool`), with its cause;
-//!    a background task's changes attributed at its next report.
-//! 3. Restore (a journal, so a crash leaves the workspace as it was or fully restored),
-//!    itself checkpointed first; the `checkpoints` tool group, the CLI, the resource.
-//! 4. A lock file for several sessions; pruning by `keep` and `max_total_bytes`
-//!    (blobs no snapshot names); `bench/checkpoints.sh` against git.
+//! - [`store`]: blobs by sha256 and numbered records, in a private directory outside
+//!   the workspace, with a lock for several sessions and a journal for restores.
+//! - [`tree`]: the workspace as content-addressed directory trees (as git keeps it), so
+//!   a checkpoint stores only the directories on the way to what changed.
+//! - [`scan`]: the pass that builds the tree, reading only files whose (size, mtime,
+//!   inode, mode) changed, and listing only directories [`watch`] (inotify) says changed.
+//! - [`restore`]: staged, then swapped into place; [`prune`]: `keep`, `max_total_bytes`.
+//! - [`service`]: [`Checkpoints`], what a session does with all of it.
+//! - [`report`]: the answers the tools and the CLI give.
 
+pub mod prune;
+pub mod report;
+pub mod restore;
 pub mod scan;
+pub mod service;
 pub mod store;
+pub mod tree;
+pub mod watch;
 
-pub use scan::{Entry, Kind, ScanCache, Scanned, scan};
-pub use store::{Snapshot, Store};
+use std::path::{Path, PathBuf};
 
-/// How a path differs between two snapshots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Change {
-    Added,
-    Removed,
-    Modified,
+pub use service::{Checkpoints, RestoreError, Settings, Summary};
+
+use crate::profile::Profile;
+
+/// The store's directory for `profile`'s workspace: `[checkpoints] dir`, else
+/// `$XDG_STATE_HOME/whalebox/checkpoints/<name>-<hash of the path>` (`~/.local/state`).
+pub fn store_dir(profile: &Profile) -> PathBuf {
+    if let Some(dir) = &profile.checkpoints.dir {
+        return dir.clone();
+    }
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    state
+        .join("whalebox/checkpoints")
+        .join(workspace_key(&profile.workspace))
 }
 
-/// The paths that differ from `before` to `after` (content, kind or mode), sorted.
-pub fn changes(before: &[Entry], after: &[Entry]) -> Vec<(String, Change)> {
-    use std::collections::BTreeMap;
-    let old: BTreeMap<&str, &Entry> = before.iter().map(|e| (e.path.as_str(), e)).collect();
-    let new: BTreeMap<&str, &Entry> = after.iter().map(|e| (e.path.as_str(), e)).collect();
-    let mut out = Vec::new();
-    for (path, e) in &new {
-        match old.get(path) {
-            None => out.push((path.to_string(), Change::Added)),
-            Some(o) if o != e => out.push((path.to_string(), Change::Modified)),
-            Some(_) => {}
-        }
+/// `name-0123456789abcdef`: readable, and unique per workspace path.
+fn workspace_key(workspace: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = store::hex(&Sha256::digest(workspace.as_os_str().as_encoded_bytes()));
+    let name: String = workspace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    format!("{name}-{}", &hash[..16])
+}
+
+/// The settings `profile` gives (the store outside the workspace unless it says so).
+pub fn settings(profile: &Profile) -> Settings {
+    let c = &profile.checkpoints;
+    let dir = store_dir(profile);
+    let mut exclude = c.exclude.clone();
+    // A store kept inside the workspace is never checkpointed itself.
+    if let Ok(rel) = dir.strip_prefix(&profile.workspace)
+        && !rel.as_os_str().is_empty()
+    {
+        exclude.push(rel.display().to_string());
     }
-    for path in old.keys().filter(|p| !new.contains_key(*p)) {
-        out.push((path.to_string(), Change::Removed));
+    Settings {
+        workspace: profile.workspace.clone(),
+        dir,
+        rules: scan::ScanRules {
+            exclude,
+            max_file_bytes: c.max_file_bytes,
+        },
+        keep: c.keep,
+        max_total_bytes: c.max_total_bytes,
+        watch: c.inotify,
     }
-    out.sort();
-    out
+}
+
+/// Open the store of `profile`'s workspace for a session.
+pub fn open(profile: &Profile, session: &str) -> std::io::Result<Checkpoints> {
+    Checkpoints::open(settings(profile), session)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn file(path: &str, hash: &str, mode: u32) -> Entry {
-        Entry {
-            path: path.into(),
-            kind: Kind::File {
-                size: 1,
-                hash: hash.into(),
-            },
-            mode,
-        }
-    }
-
     #[test]
-    fn changes_name_added_removed_and_modified_paths() {
-        let before = [
-            file("a", "1", 0o644),
-            file("b", "2", 0o644),
-            file("c", "3", 0o644),
-        ];
-        let after = [
-            file("a", "1", 0o755),
-            file("c", "3", 0o644),
-            file("d", "4", 0o644),
-        ];
-        assert_eq!(
-            changes(&before, &after),
-            vec![
-                ("a".to_string(), Change::Modified),
-                ("b".to_string(), Change::Removed),
-                ("d".to_string(), Change::Added),
-            ]
-        );
-        assert!(changes(&after, &after).is_empty());
+    fn workspace_keys_are_readable_and_unique() {
+        let a = workspace_key(Path::new("/home/me/my project"));
+        let b = workspace_key(Path::new("/srv/my project"));
+        assert!(a.starts_with("my_project-"), "{a}");
+        assert_ne!(a, b);
     }
 }

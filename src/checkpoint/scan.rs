@@ -1,35 +1,26 @@
-//! One pass over the workspace: what is there, with file contents kept in the store.
-//! A file whose size, mtime, inode and mode are what the cache saw last time is not read
-//! again (git's index does the same); one changed within the last second is read anyway
-//! next time, since a write in the same clock tick would leave its mtime unchanged.
+//! One pass over the workspace, kept as trees in the store. The scanner remembers what it
+//! saw between passes:
+//!
+//! - each file's (size, mtime, inode, mode) and hash, so an unchanged file is not read
+//!   again (git's index does the same); one changed within the second before a pass is
+//!   read again next time, since a write in the same clock tick leaves its mtime alone;
+//! - each directory's entries and tree hash, so a directory the kernel says did not
+//!   change ([`Watch`]) is not even listed, and one whose entries came out the same is
+//!   not stored again.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-
 use super::store::Store;
+use super::tree::{Kind, TreeEntry, join, put_tree, under};
+use super::watch::{Dirty, Watch};
 
-/// One path of the workspace (relative, `/`-separated).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Entry {
-    pub path: String,
-    pub kind: Kind,
-    /// The permission bits (`0o755`).
-    pub mode: u32,
-}
+/// Names a scan never enters or keeps, whatever the profile says: a restore's staging
+/// directory.
+pub const STAGING_PREFIX: &str = ".whalebox-restore-";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case", tag = "type")]
-pub enum Kind {
-    File { size: u64, hash: String },
-    Symlink { target: String },
-    Dir,
-}
-
-/// What a scan saw of a file, to skip reading it next time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stamp {
     size: u64,
@@ -39,197 +30,308 @@ struct Stamp {
     hash: String,
 }
 
-/// Stamps by path, kept between scans of one workspace.
-#[derive(Debug, Default, Clone)]
-pub struct ScanCache(HashMap<String, Stamp>);
-
-/// A scan's result.
-#[derive(Debug, Default)]
-pub struct Scanned {
-    /// Sorted by path.
-    pub entries: Vec<Entry>,
-    /// Paths not kept, with why (too large, unreadable, not UTF-8).
-    pub skipped: Vec<(String, String)>,
-    /// Files read (and hashed) by this scan; the rest came from the cache.
-    pub read: usize,
+#[derive(Debug, Clone)]
+struct DirState {
+    entries: Vec<TreeEntry>,
+    hash: String,
 }
 
-/// Scan `root`. `exclude`: a name without `/` is a directory not entered at any depth
-/// (`.git`, `node_modules`); with `/`, a path from the root (`build/cache`).
-pub fn scan(
-    root: &Path,
-    store: &Store,
-    cache: &mut ScanCache,
-    exclude: &[String],
-    max_file_bytes: u64,
-) -> std::io::Result<Scanned> {
-    let started_ns = now_ns();
-    let mut out = Scanned::default();
-    let mut seen = HashMap::new();
-    walk(
-        root,
-        "",
-        store,
-        cache,
-        exclude,
-        max_file_bytes,
-        started_ns,
-        &mut out,
-        &mut seen,
-    )?;
-    // Forget what is gone, so the cache does not grow with deleted paths.
-    cache.0.retain(|path, _| seen.contains_key(path));
-    out.entries.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
+/// What to scan and what to leave out.
+#[derive(Debug, Clone)]
+pub struct ScanRules {
+    /// A name without `/`: a directory not entered at any depth (`.git`, `target`);
+    /// with `/`: a path from the root (`build/cache`).
+    pub exclude: Vec<String>,
+    pub max_file_bytes: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn walk(
-    root: &Path,
-    rel: &str,
-    store: &Store,
-    cache: &mut ScanCache,
-    exclude: &[String],
-    max_file_bytes: u64,
-    started_ns: i128,
-    out: &mut Scanned,
-    seen: &mut HashMap<String, ()>,
-) -> std::io::Result<()> {
-    let dir = if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(rel)
-    };
-    let listing = match std::fs::read_dir(&dir) {
-        Ok(l) => l,
-        Err(e) if !rel.is_empty() => {
-            out.skipped
-                .push((rel.to_string(), format!("cannot list: {e}")));
-            return Ok(());
-        }
-        Err(e) => return Err(e),
-    };
-    for item in listing.flatten() {
-        let name = item.file_name();
-        let Some(name) = name.to_str() else {
-            out.skipped.push((
-                format!("{rel}/{}", name.to_string_lossy()),
-                "the name is not UTF-8".into(),
-            ));
-            continue;
-        };
-        let path = if rel.is_empty() {
-            name.to_string()
-        } else {
-            format!("{rel}/{name}")
-        };
-        let meta = match item.path().symlink_metadata() {
-            Ok(m) => m,
-            Err(e) => {
-                out.skipped.push((path, format!("cannot stat: {e}")));
-                continue;
-            }
-        };
-        let mode = meta.mode() & 0o7777;
-        let kind = meta.file_type();
-        if kind.is_dir() {
-            let excluded = exclude.iter().any(|x| {
+impl ScanRules {
+    fn excluded(&self, path: &str, name: &str) -> bool {
+        name.starts_with(STAGING_PREFIX)
+            || self.exclude.iter().any(|x| {
+                let x = x.trim_end_matches('/');
                 if x.contains('/') {
-                    *x == path
+                    x == path
                 } else {
                     x == name
                 }
-            });
-            if excluded {
-                continue;
-            }
-            out.entries.push(Entry {
-                path: path.clone(),
-                kind: Kind::Dir,
-                mode,
-            });
-            walk(
-                root,
-                &path,
-                store,
-                cache,
-                exclude,
-                max_file_bytes,
-                started_ns,
-                out,
-                seen,
-            )?;
-        } else if kind.is_symlink() {
-            match std::fs::read_link(item.path()) {
-                Ok(target) => match target.to_str() {
-                    Some(t) => out.entries.push(Entry {
-                        path,
-                        kind: Kind::Symlink {
-                            target: t.to_string(),
-                        },
-                        mode,
-                    }),
-                    None => out
-                        .skipped
-                        .push((path, "the link's target is not UTF-8".into())),
-                },
-                Err(e) => out
-                    .skipped
-                    .push((path, format!("cannot read the link: {e}"))),
-            }
-        } else if kind.is_file() {
-            if meta.len() > max_file_bytes {
-                out.skipped.push((
-                    path,
-                    format!(
-                        "{} bytes, over max_file_bytes ({max_file_bytes})",
-                        meta.len()
-                    ),
-                ));
-                continue;
-            }
-            seen.insert(path.clone(), ());
-            let stamp_now = |hash: String| Stamp {
-                size: meta.len(),
-                mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-                ino: meta.ino(),
-                mode,
-                hash,
-            };
-            let cached = cache.0.get(&path).filter(|s| {
-                let now = stamp_now(s.hash.clone());
-                **s == now && s.mtime_ns < started_ns - 1_000_000_000 && store.has_blob(&s.hash)
-            });
-            let hash = match cached {
-                Some(s) => s.hash.clone(),
-                None => match std::fs::read(item.path()) {
-                    Ok(bytes) => {
-                        out.read += 1;
-                        store.put_blob(&bytes)?
-                    }
-                    Err(e) => {
-                        out.skipped.push((path, format!("cannot read: {e}")));
-                        continue;
-                    }
-                },
-            };
-            cache.0.insert(path.clone(), stamp_now(hash.clone()));
-            out.entries.push(Entry {
-                path,
-                kind: Kind::File {
-                    size: meta.len(),
-                    hash,
-                },
-                mode,
-            });
-        } else {
-            out.skipped.push((
-                path,
-                "not a file, directory or link (a socket, a fifo, a device)".into(),
-            ));
+            })
+    }
+}
+
+/// A pass's result.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// The root tree.
+    pub tree: String,
+    /// Files read (and hashed) by this pass; the rest came from the cache.
+    pub read: usize,
+    /// Directories listed by this pass.
+    pub listed: usize,
+    /// Whether every directory was listed (no help from the kernel).
+    pub full: bool,
+}
+
+/// The scanner of one workspace, kept between passes.
+#[derive(Debug)]
+pub struct Scanner {
+    root: PathBuf,
+    rules: ScanRules,
+    files: HashMap<String, Stamp>,
+    dirs: HashMap<String, DirState>,
+    watch: Result<Watch, String>,
+    /// The next pass must list everything (first pass, or a pass that failed midway).
+    stale: bool,
+}
+
+impl Scanner {
+    /// A scanner of `root`; `watch`: ask the kernel which directories change (inotify).
+    pub fn new(root: &Path, rules: ScanRules, watch: bool) -> Scanner {
+        Scanner {
+            root: root.to_path_buf(),
+            rules,
+            files: HashMap::new(),
+            dirs: HashMap::new(),
+            watch: if watch {
+                Watch::new()
+            } else {
+                Err("off".into())
+            },
+            stale: true,
         }
     }
-    Ok(())
+
+    /// How changes are found: "inotify (N directories)" or "a stat pass (why)".
+    pub fn method(&self) -> String {
+        match &self.watch {
+            Ok(w) => format!("inotify ({} directories watched)", w.len()),
+            Err(why) => format!("a stat pass of every directory (no inotify: {why})"),
+        }
+    }
+
+    /// Forget the hashes whose blobs the store no longer has (after a prune), and list
+    /// everything next time.
+    pub fn revalidate(&mut self, store: &Store) {
+        self.files.retain(|_, s| store.has_blob(&s.hash));
+        self.dirs.retain(|_, d| store.has_blob(&d.hash));
+        self.stale = true;
+    }
+
+    /// Scan; `full`: list every directory whatever the kernel says (before a restore).
+    pub fn scan(&mut self, store: &Store, full: bool) -> std::io::Result<Scanned> {
+        let mut dirty = match &mut self.watch {
+            Ok(w) => w.drain(),
+            Err(_) => Dirty::All,
+        };
+        if full || self.stale || !self.dirs.contains_key("") {
+            dirty = Dirty::All;
+        }
+        let mut out = Scanned {
+            full: dirty == Dirty::All,
+            ..Scanned::default()
+        };
+        // Until this pass completes, the next one trusts nothing.
+        self.stale = true;
+        let started_ns = now_ns();
+        let tree = self.visit(store, "", &dirty, started_ns, &mut out)?;
+        self.stale = false;
+        out.tree = tree;
+        Ok(out)
+    }
+
+    fn visit(
+        &mut self,
+        store: &Store,
+        rel: &str,
+        dirty: &Dirty,
+        started_ns: i128,
+        out: &mut Scanned,
+    ) -> std::io::Result<String> {
+        if !dirty.visit(rel)
+            && let Some(state) = self.dirs.get(rel)
+        {
+            return Ok(state.hash.clone());
+        }
+        let abs = if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        };
+        if let Ok(w) = &mut self.watch {
+            w.add(&abs, rel);
+        }
+        out.listed += 1;
+        let listing = std::fs::read_dir(&abs)?;
+        let mut entries = Vec::new();
+        for item in listing {
+            let item = match item {
+                Ok(i) => i,
+                Err(e) if !rel.is_empty() => {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("cannot list {rel}: {e}"),
+                    ));
+                }
+                Err(e) => return Err(e),
+            };
+            let name = item.file_name();
+            let Some(name) = name.to_str().map(str::to_string) else {
+                // A name that is not UTF-8 cannot be named in a tree (JSON); it is left
+                // alone, and a restore never touches it either.
+                continue;
+            };
+            let path = join(rel, &name);
+            let skipped = |why: String, mode: u32| TreeEntry {
+                name: name.clone(),
+                mode,
+                kind: Kind::Skipped { why },
+            };
+            let meta = match item.path().symlink_metadata() {
+                Ok(m) => m,
+                // Gone between the listing and the stat: not there.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    entries.push(skipped(format!("cannot stat: {e}"), 0));
+                    continue;
+                }
+            };
+            let mode = meta.mode() & 0o7777;
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                if self.rules.excluded(&path, &name) {
+                    continue;
+                }
+                let tree = match self.visit(store, &path, dirty, started_ns, out) {
+                    Ok(t) => t,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                        entries.push(skipped(format!("cannot list: {e}"), mode));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                entries.push(TreeEntry {
+                    name,
+                    mode,
+                    kind: Kind::Dir { tree },
+                });
+            } else if kind.is_symlink() {
+                match std::fs::read_link(item.path()) {
+                    Ok(target) => match target.to_str() {
+                        Some(t) => entries.push(TreeEntry {
+                            name,
+                            mode,
+                            kind: Kind::Symlink {
+                                target: t.to_string(),
+                            },
+                        }),
+                        None => {
+                            entries.push(skipped("the link's target is not UTF-8".into(), mode))
+                        }
+                    },
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => entries.push(skipped(format!("cannot read the link: {e}"), mode)),
+                }
+            } else if kind.is_file() {
+                if self.rules.excluded(&path, &name) {
+                    continue;
+                }
+                if meta.len() > self.rules.max_file_bytes {
+                    entries.push(skipped(
+                        format!(
+                            "{} bytes, over max_file_bytes ({})",
+                            meta.len(),
+                            self.rules.max_file_bytes
+                        ),
+                        mode,
+                    ));
+                    continue;
+                }
+                let stamp_now = |hash: String| Stamp {
+                    size: meta.len(),
+                    mtime_ns: i128::from(meta.mtime()) * 1_000_000_000
+                        + i128::from(meta.mtime_nsec()),
+                    ino: meta.ino(),
+                    mode,
+                    hash,
+                };
+                let cached = self.files.get(&path).filter(|s| {
+                    **s == stamp_now(s.hash.clone()) && s.mtime_ns < started_ns - 1_000_000_000
+                });
+                let hash = match cached {
+                    Some(s) => s.hash.clone(),
+                    None => match std::fs::read(item.path()) {
+                        Ok(bytes) => {
+                            out.read += 1;
+                            store.put_blob(&bytes)?
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                        Err(e) => {
+                            entries.push(skipped(format!("cannot read: {e}"), mode));
+                            continue;
+                        }
+                    },
+                };
+                self.files.insert(path, stamp_now(hash.clone()));
+                entries.push(TreeEntry {
+                    name,
+                    mode,
+                    kind: Kind::File {
+                        size: meta.len(),
+                        hash,
+                    },
+                });
+            } else {
+                entries.push(skipped(
+                    "not a file, directory or link (a socket, a fifo, a device)".into(),
+                    mode,
+                ));
+            }
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let previous = self.dirs.remove(rel);
+        if let Some(prev) = &previous {
+            self.forget_gone(rel, &prev.entries, &entries);
+        }
+        let hash = match previous {
+            Some(prev) if prev.entries == entries => prev.hash,
+            _ => put_tree(store, &mut entries)?,
+        };
+        self.dirs.insert(
+            rel.to_string(),
+            DirState {
+                entries,
+                hash: hash.clone(),
+            },
+        );
+        Ok(hash)
+    }
+
+    /// Drop what the caches hold of names that left the directory `rel`.
+    fn forget_gone(&mut self, rel: &str, before: &[TreeEntry], now: &[TreeEntry]) {
+        for old in before {
+            let still = now
+                .binary_search_by(|e| e.name.as_str().cmp(&old.name))
+                .ok()
+                .map(|i| &now[i].kind);
+            let path = join(rel, &old.name);
+            match (&old.kind, still) {
+                (Kind::Dir { .. }, Some(Kind::Dir { .. })) => {}
+                (Kind::Dir { .. }, _) => {
+                    self.dirs.retain(|d, _| !under(d, &path));
+                    self.files.retain(|f, _| !under(f, &path));
+                    if let Ok(w) = &mut self.watch {
+                        w.forget(&path);
+                    }
+                }
+                (Kind::File { .. }, Some(Kind::File { .. })) => {}
+                (Kind::File { .. }, _) => {
+                    self.files.remove(&path);
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 fn now_ns() -> i128 {
@@ -241,10 +343,11 @@ fn now_ns() -> i128 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tree::flatten;
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    fn tree() -> (tempfile::TempDir, std::path::PathBuf, Store) {
+    fn tree() -> (tempfile::TempDir, PathBuf, Store) {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(ws.join("src")).unwrap();
@@ -262,39 +365,16 @@ mod tests {
         (dir, ws, store)
     }
 
-    #[test]
-    fn a_scan_keeps_files_links_dirs_and_modes_and_skips_what_it_must() {
-        let (_d, ws, store) = tree();
-        let mut cache = ScanCache::default();
-        let exclude = vec![".git".to_string(), "node_modules".to_string()];
-        let s = scan(&ws, &store, &mut cache, &exclude, 1024).unwrap();
-        let paths: Vec<&str> = s.entries.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(paths, ["link", "run.sh", "src", "src/lib.rs"]);
-        let run = &s.entries[1];
-        assert_eq!(run.mode, 0o755);
-        let Kind::File { hash, .. } = &run.kind else {
-            panic!("{run:?}")
-        };
-        assert_eq!(store.blob(hash).unwrap(), b"#!/bin/sh\n");
-        assert_eq!(
-            s.entries[0].kind,
-            Kind::Symlink {
-                target: "src/lib.rs".into()
-            }
-        );
-        assert_eq!(s.skipped.len(), 1, "{:?}", s.skipped);
-        assert!(s.skipped[0].0 == "big.bin" && s.skipped[0].1.contains("max_file_bytes"));
-        assert_eq!(s.read, 2);
+    fn rules() -> ScanRules {
+        ScanRules {
+            exclude: vec![".git".into(), "node_modules/".into()],
+            max_file_bytes: 1024,
+        }
     }
 
-    #[test]
-    fn an_unchanged_file_is_not_read_again_and_a_changed_one_is() {
-        let (_d, ws, store) = tree();
-        let mut cache = ScanCache::default();
-        let exclude = vec![".git".to_string(), "node_modules".to_string()];
-        // Files older than the scan's racy second are trusted from the cache.
-        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
-        for f in ["run.sh", "src/lib.rs"] {
+    fn age(ws: &Path, files: &[&str]) {
+        let old = SystemTime::now() - std::time::Duration::from_secs(10);
+        for f in files {
             std::fs::File::options()
                 .write(true)
                 .open(ws.join(f))
@@ -302,20 +382,76 @@ mod tests {
                 .set_modified(old)
                 .unwrap();
         }
-        scan(&ws, &store, &mut cache, &exclude, 1024).unwrap();
-        let again = scan(&ws, &store, &mut cache, &exclude, 1024).unwrap();
-        assert_eq!(again.read, 0);
-        std::fs::write(ws.join("src/lib.rs"), "fn main() { changed() }\n").unwrap();
-        let third = scan(&ws, &store, &mut cache, &exclude, 1024).unwrap();
-        assert_eq!(third.read, 1);
-        let lib = third
-            .entries
-            .iter()
-            .find(|e| e.path == "src/lib.rs")
-            .unwrap();
-        let Kind::File { hash, .. } = &lib.kind else {
-            panic!()
+    }
+
+    #[test]
+    fn a_scan_keeps_files_links_dirs_and_modes_and_marks_what_it_skips() {
+        let (_d, ws, store) = tree();
+        let mut s = Scanner::new(&ws, rules(), false);
+        let got = s.scan(&store, false).unwrap();
+        let all = flatten(&store, &got.tree, "").unwrap();
+        let paths: Vec<&str> = all.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["big.bin", "link", "run.sh", "src", "src/lib.rs"]);
+        assert!(matches!(&all[0].kind, Kind::Skipped { why } if why.contains("max_file_bytes")));
+        assert_eq!(all[2].mode, 0o755);
+        let Kind::File { hash, .. } = &all[2].kind else {
+            panic!("{:?}", all[2])
         };
-        assert_eq!(store.blob(hash).unwrap(), b"fn main() { changed() }\n");
+        assert_eq!(store.blob(hash).unwrap(), b"#!/bin/sh\n");
+        assert_eq!(
+            all[1].kind,
+            Kind::Symlink {
+                target: "src/lib.rs".into()
+            }
+        );
+        assert_eq!(got.read, 2);
+    }
+
+    #[test]
+    fn unchanged_files_are_not_read_again_and_changes_are_seen_with_or_without_inotify() {
+        for watch in [false, true] {
+            let (_d, ws, store) = tree();
+            age(&ws, &["run.sh", "src/lib.rs"]);
+            let mut s = Scanner::new(&ws, rules(), watch);
+            let first = s.scan(&store, false).unwrap();
+            let again = s.scan(&store, false).unwrap();
+            assert_eq!(again.read, 0);
+            assert_eq!(again.tree, first.tree);
+            if watch {
+                assert_eq!(again.listed, 0, "inotify: nothing to list");
+            }
+            std::fs::write(ws.join("src/lib.rs"), "fn main() { changed() }\n").unwrap();
+            std::fs::create_dir_all(ws.join("src/new/deep")).unwrap();
+            std::fs::write(ws.join("src/new/deep/f"), "f").unwrap();
+            let third = s.scan(&store, false).unwrap();
+            assert_eq!(third.read, 2, "watch={watch}");
+            let all = flatten(&store, &third.tree, "src").unwrap();
+            let paths: Vec<&str> = all.iter().map(|e| e.path.as_str()).collect();
+            assert_eq!(
+                paths,
+                [
+                    "src",
+                    "src/lib.rs",
+                    "src/new",
+                    "src/new/deep",
+                    "src/new/deep/f"
+                ]
+            );
+            // A directory renamed, then written in under its new name.
+            std::fs::rename(ws.join("src/new"), ws.join("moved")).unwrap();
+            s.scan(&store, false).unwrap();
+            std::fs::write(ws.join("moved/deep/g"), "g").unwrap();
+            let fourth = s.scan(&store, false).unwrap();
+            let full = Scanner::new(&ws, rules(), false)
+                .scan(&store, false)
+                .unwrap();
+            assert_eq!(fourth.tree, full.tree, "watch={watch}");
+            std::fs::remove_dir_all(ws.join("moved")).unwrap();
+            let fifth = s.scan(&store, false).unwrap();
+            let full = Scanner::new(&ws, rules(), false)
+                .scan(&store, false)
+                .unwrap();
+            assert_eq!(fifth.tree, full.tree, "watch={watch}");
+        }
     }
 }

@@ -1,38 +1,79 @@
-//! The content-addressed store: blobs by sha256, snapshots by id, in one private
-//! directory. Every write goes to a temporary file in the same directory and is renamed
-//! into place, so a crash leaves either the old state or the new one; a blob is checked
-//! against its name when read, so a corrupted store is detected, not restored from.
+//! The store: blobs (file contents and trees) by sha256, checkpoint records by number,
+//! a lock, and the journal of an unfinished restore, in one private (0700) directory.
+//!
+//! Every write goes to a temporary file in the same directory and is renamed into place,
+//! so a killed process leaves either the old state or the new one. Blobs are not synced
+//! one by one (a hundred changed files would cost a hundred disk flushes per call); a
+//! blob a power loss truncated is caught by its hash when read, and reported.
 
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::scan::Entry;
-
-/// A store in `dir` (made 0700 if missing).
+/// A store in one directory.
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
 }
 
-/// The workspace as it was at one moment.
+/// What led to a checkpoint: the call about to run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Snapshot {
+pub struct Cause {
+    pub tool: String,
+    /// One line: `src/lib.rs: 2 edits`, `cargo fmt`.
+    pub summary: String,
+    /// The shell task the call started or wrote to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    pub time: f64,
+}
+
+/// One checkpoint: the workspace's tree before its call, and after it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Record {
     pub id: String,
     /// Seconds since the epoch.
     pub time: f64,
-    /// What was about to change it (`edit src/lib.rs`, `shell_run: cargo fmt`).
-    pub cause: String,
-    pub entries: Vec<Entry>,
-    /// Paths not kept (too large, unreadable), with why.
-    pub skipped: Vec<(String, String)>,
+    /// The session (server or CLI process) that took it.
+    pub session: String,
+    /// The workspace before the call.
+    pub tree: String,
+    /// The workspace when the call returned (None: not yet, or the session ended first).
+    #[serde(default)]
+    pub after: Option<String>,
+    /// The calls since this checkpoint (several when calls changed nothing).
+    pub causes: Vec<Cause>,
+    /// Calls left out of `causes` (past its cap).
+    #[serde(default)]
+    pub more_causes: usize,
+    /// Shell tasks still running when the last call returned ("3: npm run watch"):
+    /// what changes after `after` may be theirs.
+    #[serde(default)]
+    pub running: Vec<String>,
 }
 
+/// A restore under way: replayed to the end on the store's next use after a crash.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Journal {
+    /// The tree being restored.
+    pub target: String,
+    /// The paths restored (empty: all).
+    pub paths: Vec<String>,
+    /// The checkpoint restored, and the one taken just before the restore.
+    pub checkpoint: String,
+    pub before: String,
+}
+
+/// The store's exclusive lock, held while a checkpoint is taken, a restore runs or the
+/// store is pruned (several sessions may share one workspace's store).
+pub struct Lock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
+
 impl Store {
+    /// The store in `dir`, made (0700) if missing.
     pub fn open(dir: &Path) -> std::io::Result<Store> {
-        for sub in ["objects", "snapshots"] {
+        for sub in ["objects", "records"] {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
@@ -41,6 +82,23 @@ impl Store {
         Ok(Store {
             dir: dir.to_path_buf(),
         })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Wait for the store's lock.
+    pub fn lock(&self) -> std::io::Result<Lock> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(self.dir.join("lock"))?;
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map(Lock)
+            .map_err(|(_, e)| std::io::Error::from(e))
     }
 
     fn blob_path(&self, hash: &str) -> PathBuf {
@@ -62,65 +120,183 @@ impl Store {
                 .recursive(true)
                 .mode(0o700)
                 .create(parent)?;
-            crate::mutation::write_private(&path, bytes)?;
+            write_whole(&path, bytes)?;
         }
         Ok(hash)
     }
 
     /// The bytes of `hash`, checked against it.
     pub fn blob(&self, hash: &str) -> std::io::Result<Vec<u8>> {
-        let bytes = std::fs::read(self.blob_path(hash))?;
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(corrupt(format!("`{hash}` is not a blob's hash")));
+        }
+        let bytes = std::fs::read(self.blob_path(hash)).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                corrupt(format!(
+                    "the checkpoint store has lost blob {hash} (deleted behind its back?)"
+                ))
+            } else {
+                e
+            }
+        })?;
         let found = hex(&Sha256::digest(&bytes));
         if found != hash {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "the checkpoint store's blob {hash} is corrupted (its content hashes to {found})"
-                ),
-            ));
+            return Err(corrupt(format!(
+                "the checkpoint store's blob {hash} is corrupted (its content hashes to {found})"
+            )));
         }
         Ok(bytes)
     }
 
-    pub fn put_snapshot(&self, snapshot: &Snapshot) -> std::io::Result<()> {
-        let text = serde_json::to_vec(snapshot).map_err(std::io::Error::other)?;
-        crate::mutation::write_private(&self.snapshot_path(&snapshot.id)?, &text)
+    /// The size of a blob on disk (0 when missing).
+    pub fn blob_size(&self, hash: &str) -> u64 {
+        std::fs::metadata(self.blob_path(hash))
+            .map(|m| m.len())
+            .unwrap_or(0)
     }
 
-    pub fn snapshot(&self, id: &str) -> std::io::Result<Snapshot> {
-        let text = std::fs::read(self.snapshot_path(id)?)?;
-        serde_json::from_slice(&text).map_err(|e| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("checkpoint {id} cannot be read: {e}"),
-            )
-        })
+    /// Every blob's hash in the store.
+    pub fn blob_hashes(&self) -> std::io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for fan in std::fs::read_dir(self.dir.join("objects"))?.flatten() {
+            let prefix = fan.file_name().to_string_lossy().into_owned();
+            if prefix.len() != 2 {
+                continue;
+            }
+            for blob in std::fs::read_dir(fan.path())?.flatten() {
+                let rest = blob.file_name().to_string_lossy().into_owned();
+                if rest.len() == 62 {
+                    out.push(format!("{prefix}{rest}"));
+                }
+            }
+        }
+        Ok(out)
     }
 
-    /// Ids of the snapshots kept, oldest first (ids sort by time).
-    pub fn snapshot_ids(&self) -> std::io::Result<Vec<String>> {
-        let mut ids: Vec<String> = std::fs::read_dir(self.dir.join("snapshots"))?
+    pub fn remove_blob(&self, hash: &str) -> std::io::Result<()> {
+        std::fs::remove_file(self.blob_path(hash))
+    }
+
+    pub fn put_record(&self, record: &Record) -> std::io::Result<()> {
+        let text = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+        write_whole(&self.record_path(&record.id)?, &text)
+    }
+
+    pub fn record(&self, id: &str) -> std::io::Result<Record> {
+        let text = std::fs::read(self.record_path(id)?).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                std::io::Error::new(std::io::ErrorKind::NotFound, format!("no checkpoint {id}"))
+            } else {
+                e
+            }
+        })?;
+        serde_json::from_slice(&text)
+            .map_err(|e| corrupt(format!("checkpoint {id} cannot be read: {e}")))
+    }
+
+    pub fn remove_record(&self, id: &str) -> std::io::Result<()> {
+        std::fs::remove_file(self.record_path(id)?)
+    }
+
+    /// The ids of the checkpoints kept, oldest first.
+    pub fn record_ids(&self) -> std::io::Result<Vec<String>> {
+        let mut ids: Vec<u64> = std::fs::read_dir(self.dir.join("records"))?
             .flatten()
             .filter_map(|e| {
                 e.file_name()
                     .to_str()
                     .and_then(|n| n.strip_suffix(".json"))
-                    .map(str::to_string)
+                    .and_then(|n| n.parse().ok())
             })
             .collect();
-        ids.sort();
-        Ok(ids)
+        ids.sort_unstable();
+        Ok(ids.into_iter().map(|n| n.to_string()).collect())
     }
 
-    fn snapshot_path(&self, id: &str) -> std::io::Result<PathBuf> {
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("`{id}` is not a checkpoint id"),
-            ));
-        }
-        Ok(self.dir.join("snapshots").join(format!("{id}.json")))
+    /// The id the next checkpoint gets (call with the lock held).
+    pub fn next_id(&self) -> std::io::Result<String> {
+        let last = self
+            .record_ids()?
+            .last()
+            .and_then(|i| i.parse::<u64>().ok())
+            .unwrap_or(0);
+        Ok((last + 1).to_string())
     }
+
+    fn record_path(&self, id: &str) -> std::io::Result<PathBuf> {
+        let n: u64 = id.trim().parse().map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "`{id}` is not a checkpoint id (ids are numbers, as checkpoint_list shows them)"
+                ),
+            )
+        })?;
+        Ok(self.dir.join("records").join(format!("{n:010}.json")))
+    }
+
+    pub fn journal(&self) -> std::io::Result<Option<Journal>> {
+        match std::fs::read(self.dir.join("journal.json")) {
+            Ok(text) => serde_json::from_slice(&text)
+                .map(Some)
+                .map_err(|e| corrupt(format!("the restore journal cannot be read: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Write the journal, synced: it must be on disk before the workspace changes.
+    pub fn put_journal(&self, journal: &Journal) -> std::io::Result<()> {
+        let text = serde_json::to_vec(journal).map_err(std::io::Error::other)?;
+        crate::mutation::write_private(&self.dir.join("journal.json"), &text)
+    }
+
+    pub fn clear_journal(&self) -> std::io::Result<()> {
+        match std::fs::remove_file(self.dir.join("journal.json")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// A number bumped by every prune: a scanner that saw another one trusts none of
+    /// the hashes it remembers until it checked their blobs are still there.
+    pub fn generation(&self) -> u64 {
+        std::fs::read_to_string(self.dir.join("generation"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    pub fn bump_generation(&self) -> std::io::Result<u64> {
+        let next = self.generation() + 1;
+        write_whole(&self.dir.join("generation"), next.to_string().as_bytes())?;
+        Ok(next)
+    }
+}
+
+fn corrupt(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, message)
+}
+
+/// Write `bytes` to `path` whole (a temporary file renamed into place), 0600, unsynced.
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Lower-case hex of `bytes`.
@@ -143,27 +319,41 @@ mod tests {
         );
         assert_eq!(store.put_blob(b"hello\n").unwrap(), h);
         assert_eq!(store.blob(&h).unwrap(), b"hello\n");
+        assert_eq!(store.blob_hashes().unwrap(), vec![h.clone()]);
         // A blob changed behind the store's back is refused, not handed out.
         std::fs::write(store.blob_path(&h), b"HELLO\n").unwrap();
         let err = store.blob(&h).unwrap_err();
         assert!(err.to_string().contains("corrupted"), "{err}");
+        std::fs::remove_file(store.blob_path(&h)).unwrap();
+        let err = store.blob(&h).unwrap_err();
+        assert!(err.to_string().contains("lost blob"), "{err}");
+        assert!(store.blob("../../etc/passwd").is_err());
     }
 
     #[test]
-    fn snapshots_round_trip_and_bad_ids_are_refused() {
+    fn records_round_trip_in_number_order_and_bad_ids_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let snap = Snapshot {
-            id: "0000001733300000-1".into(),
-            time: 1.5,
-            cause: "edit a.txt".into(),
-            entries: vec![],
-            skipped: vec![],
-        };
-        store.put_snapshot(&snap).unwrap();
-        assert_eq!(store.snapshot(&snap.id).unwrap(), snap);
-        assert_eq!(store.snapshot_ids().unwrap(), vec![snap.id.clone()]);
-        assert!(store.snapshot("../etc/passwd").is_err());
-        assert!(store.snapshot("nope").is_err());
+        let _lock = store.lock().unwrap();
+        for _ in 0..11 {
+            let rec = Record {
+                id: store.next_id().unwrap(),
+                time: 1.5,
+                session: "s".into(),
+                tree: "t".into(),
+                after: None,
+                causes: vec![],
+                more_causes: 0,
+                running: vec![],
+            };
+            store.put_record(&rec).unwrap();
+            assert_eq!(store.record(&rec.id).unwrap(), rec);
+        }
+        let ids = store.record_ids().unwrap();
+        assert_eq!(ids.first().unwrap(), "1");
+        assert_eq!(ids.last().unwrap(), "11");
+        assert!(store.record("../etc/passwd").is_err());
+        let err = store.record("99").unwrap_err();
+        assert!(err.to_string().contains("no checkpoint 99"), "{err}");
     }
 }

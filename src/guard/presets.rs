@@ -498,6 +498,25 @@ impl Preset {
 }
 
 impl Preset {
+    /// Directories this toolchain makes inside a workspace, rebuilt from the sources by
+    /// the tool itself: checkpoints leave them out by default.
+    pub fn workspace_caches(self) -> &'static [&'static str] {
+        match self {
+            Preset::Rust => &["target"],
+            Preset::Node => &["node_modules"],
+            Preset::Python => &[
+                ".venv",
+                "__pycache__",
+                ".pytest_cache",
+                ".mypy_cache",
+                ".ruff_cache",
+                ".tox",
+            ],
+            Preset::Go => &[],
+            Preset::Nix => &[".direnv"],
+        }
+    }
+
     /// Files at the top of a workspace that say it uses this preset's toolchain.
     pub fn markers(self) -> &'static [&'static str] {
         match self {

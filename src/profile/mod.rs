@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::guard::presets::{self, Excluded, Kind, Preset, PresetChoice, PresetPath};
 
+pub mod checkpoints;
 pub mod network;
 pub use network::NetworkSection;
 
@@ -84,6 +85,8 @@ struct ProfileFile {
     mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
     #[serde(default)]
     git: GitFile,
+    #[serde(default)]
+    checkpoints: checkpoints::CheckpointsFile,
 }
 
 /// `[git]`: what a workspace in a git repository needs beyond itself.
@@ -650,6 +653,7 @@ pub struct Profile {
     pub network: NetworkSection,
     pub mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
     pub git: GitSection,
+    pub checkpoints: checkpoints::CheckpointsSection,
     /// Things that are not errors but deserve a look (a missing read root …).
     pub warnings: Vec<String>,
 }
@@ -1013,6 +1017,7 @@ impl Profile {
                 }
             }
         }
+        let checkpoints = raw.checkpoints.resolve(&resolve)?.map_err(&invalid)?;
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
             linked: crate::guard::git::linked_worktree(&workspace),
@@ -1040,6 +1045,7 @@ impl Profile {
             network: net,
             mcp_servers: raw.mcp_servers,
             git,
+            checkpoints,
             warnings,
         })
     }

@@ -1,0 +1,322 @@
+//! Putting the workspace (or some paths of it) back as a tree has it, in two phases so
+//! that a failure leaves nothing half-restored:
+//!
+//! 1. **Stage**: every file and link the restore writes is made in a staging directory
+//!    at the top of the workspace (same file system, so phase 2 only renames), from
+//!    blobs checked against their hashes. A full disk, a lost or corrupted blob: the
+//!    staging directory is removed and the workspace was never touched.
+//! 2. **Swap**: removals (deepest first), new directories (parents first), the staged
+//!    files renamed into place, then modes. These need no new space; should one fail
+//!    anyway, the journal the caller wrote makes the next use of the store finish the
+//!    restore.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::scan::STAGING_PREFIX;
+use super::store::Store;
+use super::tree::{Change, Difference, Kind, PathEntry, diff};
+
+/// What a restore does to one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Write the file (from its blob) or the link, replacing what is there.
+    Put(PathEntry),
+    MakeDir {
+        path: String,
+        mode: u32,
+    },
+    /// Remove a file or link (`dir` false) or an emptied directory.
+    Remove {
+        path: String,
+        dir: bool,
+    },
+    Chmod {
+        path: String,
+        mode: u32,
+    },
+}
+
+/// A restore worked out, before anything is done.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub ops: Vec<Op>,
+    /// What changes, by path, as the answer shows it.
+    pub changes: Vec<(String, Change)>,
+    /// Paths left as they are, with why (not kept at the checkpoint, unreadable now).
+    pub left: Vec<(String, String)>,
+}
+
+/// The plan that turns the tree `now` into `target` under `paths` (empty: everywhere).
+pub fn plan(store: &Store, now: &str, target: &str, paths: &[String]) -> std::io::Result<Plan> {
+    let mut diffs: Vec<Difference> = Vec::new();
+    if paths.is_empty() {
+        diffs = diff(store, now, target, "")?;
+    } else {
+        for p in paths {
+            for d in diff(store, now, target, p)? {
+                if !diffs.iter().any(|x| x.path == d.path) {
+                    diffs.push(d);
+                }
+            }
+        }
+        diffs.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    let mut out = Plan::default();
+    for d in diffs {
+        let skipped = |e: &Option<PathEntry>| match e {
+            Some(PathEntry {
+                kind: Kind::Skipped { why },
+                ..
+            }) => Some(why.clone()),
+            _ => None,
+        };
+        if let Some(why) = skipped(&d.after) {
+            out.left
+                .push((d.path.clone(), format!("not kept at the checkpoint: {why}")));
+            continue;
+        }
+        if let Some(why) = skipped(&d.before) {
+            out.left
+                .push((d.path.clone(), format!("not readable now: {why}")));
+            continue;
+        }
+        out.changes.push((
+            d.path.clone(),
+            match d.change() {
+                // Restoring: what the checkpoint has and now lacks comes back.
+                Change::Added => Change::Added,
+                c => c,
+            },
+        ));
+        let path = d.path.clone();
+        match (d.before, d.after) {
+            (Some(b), None) => out.ops.push(Op::Remove {
+                path,
+                dir: b.kind.is_dir(),
+            }),
+            (before, Some(a)) => {
+                let before_dir = before.as_ref().is_some_and(|b| b.kind.is_dir());
+                match &a.kind {
+                    Kind::Dir { .. } => match &before {
+                        Some(b) if b.kind.is_dir() => {
+                            out.ops.push(Op::Chmod { path, mode: a.mode })
+                        }
+                        Some(_) => {
+                            out.ops.push(Op::Remove {
+                                path: path.clone(),
+                                dir: false,
+                            });
+                            out.ops.push(Op::MakeDir { path, mode: a.mode });
+                        }
+                        None => out.ops.push(Op::MakeDir { path, mode: a.mode }),
+                    },
+                    Kind::File { hash, .. } => {
+                        let same_bytes = matches!(
+                            &before,
+                            Some(PathEntry { kind: Kind::File { hash: h, .. }, .. }) if h == hash
+                        );
+                        if same_bytes {
+                            out.ops.push(Op::Chmod { path, mode: a.mode });
+                        } else {
+                            if before_dir {
+                                out.ops.push(Op::Remove {
+                                    path: path.clone(),
+                                    dir: true,
+                                });
+                            }
+                            out.ops.push(Op::Put(a));
+                        }
+                    }
+                    Kind::Symlink { .. } => {
+                        if before_dir {
+                            out.ops.push(Op::Remove {
+                                path: path.clone(),
+                                dir: true,
+                            });
+                        }
+                        out.ops.push(Op::Put(a));
+                    }
+                    Kind::Skipped { .. } => unreachable!("handled above"),
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(out)
+}
+
+/// How far a restore got, for progress reports.
+pub type Progress<'a> = &'a dyn Fn(usize, usize);
+
+/// Carry out `plan` in `root`; returns the directories it could not remove because
+/// they hold what no checkpoint keeps (an excluded `node_modules`). `Err`: nothing was
+/// changed (staging failed), or, from phase 2, the journal must finish it.
+pub fn apply(
+    store: &Store,
+    root: &Path,
+    plan: &Plan,
+    progress: Progress,
+) -> Result<Vec<(String, String)>, Failure> {
+    let staging = Staging::create(root).map_err(Failure::Untouched)?;
+    let total = plan.ops.len();
+    let mut staged: Vec<(usize, PathBuf)> = Vec::new();
+    for (i, op) in plan.ops.iter().enumerate() {
+        if let Op::Put(entry) = op {
+            let at = staging.dir.join(i.to_string());
+            stage(store, entry, &at).map_err(|e| {
+                Failure::Untouched(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", entry.path),
+                ))
+            })?;
+            staged.push((i, at));
+        }
+        if i % 256 == 0 {
+            progress(i / 2, total);
+        }
+    }
+    let mut left = Vec::new();
+    let mut swap = || -> std::io::Result<()> {
+        let mut removals: Vec<(&str, bool)> = plan
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Remove { path, dir } => Some((path.as_str(), *dir)),
+                _ => None,
+            })
+            .collect();
+        // Deepest first, so a directory is empty when its turn comes.
+        removals.sort_by(|a, b| b.0.cmp(a.0));
+        for (path, dir) in removals {
+            let abs = root.join(path);
+            let done = if dir {
+                std::fs::remove_dir(&abs)
+            } else {
+                std::fs::remove_file(&abs)
+            };
+            match done {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) if dir && e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                    left.push((
+                        path.to_string(),
+                        "kept: it holds what checkpoints leave out (an excluded directory)"
+                            .to_string(),
+                    ));
+                }
+                Err(e) => {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("cannot remove {path}: {e}"),
+                    ));
+                }
+                Ok(()) => {}
+            }
+        }
+        for op in &plan.ops {
+            if let Op::MakeDir { path, .. } = op {
+                match std::fs::create_dir(root.join(path)) {
+                    Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                        return Err(std::io::Error::new(
+                            e.kind(),
+                            format!("cannot make {path}: {e}"),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (n, (i, at)) in staged.iter().enumerate() {
+            let Op::Put(entry) = &plan.ops[*i] else {
+                continue;
+            };
+            let dest = root.join(&entry.path);
+            if let Some(parent) = dest.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::rename(at, &dest).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot put {} back: {e}", entry.path))
+            })?;
+            if n % 256 == 0 {
+                progress(total / 2 + n / 2, total);
+            }
+        }
+        // Modes last, deepest first: a directory made read-only would refuse the rest.
+        let mut modes: Vec<(&str, u32)> = plan
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Chmod { path, mode } | Op::MakeDir { path, mode } => {
+                    Some((path.as_str(), *mode))
+                }
+                _ => None,
+            })
+            .collect();
+        modes.sort_by(|a, b| b.0.cmp(a.0));
+        for (path, mode) in modes {
+            std::fs::set_permissions(root.join(path), std::fs::Permissions::from_mode(mode))
+                .map_err(|e| std::io::Error::new(e.kind(), format!("cannot chmod {path}: {e}")))?;
+        }
+        Ok(())
+    };
+    let result = swap();
+    progress(total, total);
+    result.map(|()| left).map_err(Failure::Midway)
+}
+
+/// Why a restore stopped.
+#[derive(Debug)]
+pub enum Failure {
+    /// Before anything in the workspace changed.
+    Untouched(std::io::Error),
+    /// While swapping: the journal finishes it.
+    Midway(std::io::Error),
+}
+
+fn stage(store: &Store, entry: &PathEntry, at: &Path) -> std::io::Result<()> {
+    match &entry.kind {
+        Kind::File { hash, .. } => {
+            let bytes = store.blob(hash)?;
+            std::fs::write(at, &bytes)?;
+            std::fs::set_permissions(at, std::fs::Permissions::from_mode(entry.mode))
+        }
+        Kind::Symlink { target } => std::os::unix::fs::symlink(target, at),
+        _ => Ok(()),
+    }
+}
+
+/// The staging directory, removed with whatever is left in it when dropped.
+struct Staging {
+    dir: PathBuf,
+}
+
+impl Staging {
+    fn create(root: &Path) -> std::io::Result<Staging> {
+        let dir = tempfile::Builder::new()
+            .prefix(STAGING_PREFIX)
+            .tempdir_in(root)?
+            .keep();
+        Ok(Staging { dir })
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Remove staging directories a killed restore left behind.
+pub fn clean_staging(root: &Path) {
+    if let Ok(list) = std::fs::read_dir(root) {
+        for item in list.flatten() {
+            if item
+                .file_name()
+                .to_string_lossy()
+                .starts_with(STAGING_PREFIX)
+            {
+                let _ = std::fs::remove_dir_all(item.path());
+            }
+        }
+    }
+}
