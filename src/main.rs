@@ -145,6 +145,22 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<OsString>,
     },
+    /// Undo: the workspace's checkpoints, taken before every call that may change it
+    /// (the same store the server uses, while it runs or after it exited).
+    #[command(after_help = "Examples:
+  whalebox checkpoints list
+  whalebox checkpoints diff 12 src/
+  whalebox checkpoints restore 12 --dry-run
+  whalebox checkpoints restore 12 src/lib.rs")]
+    Checkpoints {
+        #[command(subcommand)]
+        command: CheckpointsCommand,
+        #[command(flatten)]
+        profile: ProfileArgs,
+        /// Print JSON instead of text.
+        #[arg(long, global = true)]
+        json: bool,
+    },
     /// An interactive gated zsh inside the same sandbox.
     Shell {
         #[command(flatten)]
@@ -165,6 +181,35 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+enum CheckpointsCommand {
+    /// The checkpoints, newest first, with what their calls changed.
+    List {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// What changed from checkpoint ID to the workspace now (under PATH).
+    Diff { id: String, path: Option<String> },
+    /// Put the workspace (or PATHs) back as checkpoint ID had it; itself undoable.
+    Restore {
+        id: String,
+        paths: Vec<String>,
+        /// Only say what would change.
+        #[arg(long)]
+        dry_run: bool,
+        /// Overwrite changes made outside whalebox since the checkpoint.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Take a checkpoint now (before changing things by hand).
+    Save {
+        #[arg(long, short, default_value = "")]
+        message: String,
+    },
+    /// Drop checkpoints past `keep` and `max_total_bytes`, and unreferenced blobs.
+    Prune,
 }
 
 #[derive(Subcommand)]
@@ -535,6 +580,11 @@ fn run(command: Command) -> ExitCode {
         | Command::Run { .. }
         | Command::Shell { .. } => unreachable!("handled in main"),
         Command::Doctor { json, profile } => doctor(json, &profile),
+        Command::Checkpoints {
+            command,
+            profile,
+            json,
+        } => checkpoints(command, &profile, json),
         Command::Tools { json, profile } => list_tools(json, &profile),
         Command::Policy {
             command: PolicyCommand::Check { profile, command },
@@ -606,6 +656,47 @@ fn man_pages(dir: Option<PathBuf>) -> ExitCode {
 }
 
 /// Load the profile and build the registry, or explain on stderr why not.
+fn checkpoints(command: CheckpointsCommand, args: &ProfileArgs, as_json: bool) -> ExitCode {
+    use whalebox::checkpoint::cli::{self, Request};
+    let profile = match Profile::load(&args.load_options()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("whalebox: profile error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let request = match command {
+        CheckpointsCommand::List { limit } => Request::List { limit },
+        CheckpointsCommand::Diff { id, path } => Request::Diff { id, path },
+        CheckpointsCommand::Restore {
+            id,
+            paths,
+            dry_run,
+            force,
+        } => Request::Restore {
+            id,
+            paths,
+            dry_run,
+            force,
+        },
+        CheckpointsCommand::Save { message } => Request::Save { message },
+        CheckpointsCommand::Prune => Request::Prune,
+    };
+    let answer = cli::run(&profile, request);
+    if as_json {
+        println!("{}", answer.json);
+    } else if answer.ok {
+        println!("{}", answer.text);
+    } else {
+        eprintln!("whalebox: {}", answer.text);
+    }
+    if answer.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 fn setup(args: &ProfileArgs, session: Session) -> Result<(Registry, Arc<Env>), ExitCode> {
     setup_with(&args.load_options(), session)
 }

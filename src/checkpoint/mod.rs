@@ -14,6 +14,7 @@
 //! - [`service`]: [`Checkpoints`], what a session does with all of it.
 //! - [`report`]: the answers the tools and the CLI give.
 
+pub mod cli;
 pub mod prune;
 pub mod report;
 pub mod restore;

@@ -22,6 +22,6 @@ pub use limits::SessionLimits;
 pub use registry::{Registry, RegistryError};
 pub use repair::{Repair, RepairKind, repair as repair_arguments};
 pub use tool::{
-    Annotations, BoxFuture, CallContext, Progress, ProgressUpdate, Tool, ToolError, ToolOutput,
-    ToolResult, ToolSpec, run_blocking,
+    Annotations, BoxFuture, CallContext, ChangeHook, Progress, ProgressUpdate, Tool, ToolError,
+    ToolOutput, ToolResult, ToolSpec, run_blocking,
 };

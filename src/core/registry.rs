@@ -13,7 +13,7 @@ use super::envelope::{Code, Envelope};
 use super::hints::{recovery_hint, suggest_tools};
 use super::limits::SessionLimits;
 use super::repair::{coerce_arguments, repair};
-use super::tool::{CallContext, Tool, ToolSpec, panic_message};
+use super::tool::{CallContext, ChangeHook, Tool, ToolSpec, panic_message};
 use super::validate::{json_type_name, violations};
 
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,7 @@ pub struct Registry {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,
     limits: Arc<SessionLimits>,
+    change_hook: Option<Arc<dyn ChangeHook>>,
 }
 
 impl Registry {
@@ -47,7 +48,13 @@ impl Registry {
             entries: Vec::new(),
             index: HashMap::new(),
             limits,
+            change_hook: None,
         }
+    }
+
+    /// Call `hook` around every call that may change the workspace.
+    pub fn set_change_hook(&mut self, hook: Arc<dyn ChangeHook>) {
+        self.change_hook = Some(hook);
     }
 
     /// Register a tool under `group`. Its spec is computed now and never again.
@@ -158,6 +165,46 @@ impl Registry {
             return invalid_input(entry, &original);
         };
 
+        let hook = self.change_hook.clone().and_then(|hook| {
+            entry
+                .tool
+                .changes_workspace(&input)
+                .map(|summary| (hook, summary))
+        });
+        let checkpoint = match &hook {
+            Some((hook, summary)) => {
+                let (hook, summary, tool) = (Arc::clone(hook), summary.clone(), name.to_string());
+                Some(
+                    tokio::task::spawn_blocking(move || hook.before(&tool, &summary))
+                        .await
+                        .unwrap_or_else(|e| Err(format!("the checkpoint failed: {e}"))),
+                )
+            }
+            None => None,
+        };
+        let mut envelope = self.run(entry, name, input, ctx).await;
+        envelope.repairs.splice(0..0, repairs);
+        if let (Some((hook, _)), Some(checkpoint)) = (hook, checkpoint) {
+            let data = envelope.data.clone();
+            match &checkpoint {
+                Ok(id) => {
+                    let id = id.clone();
+                    let _ = tokio::task::spawn_blocking(move || hook.after(&id, &data)).await;
+                }
+                Err(why) => tracing::warn!("no checkpoint before {name}: {why}"),
+            }
+            if let Some(map) = envelope.data.as_object_mut() {
+                match checkpoint {
+                    Ok(id) => map.insert("checkpoint".into(), json!(id)),
+                    Err(why) => map.insert("checkpoint_missing".into(), json!(why)),
+                };
+            }
+        }
+        envelope
+    }
+
+    /// Run the tool with validated `input`, until it answers or the call is cancelled.
+    async fn run(&self, entry: &Entry, name: &str, input: Value, ctx: CallContext) -> Envelope {
         let tool = Arc::clone(&entry.tool);
         let cancel = ctx.cancel.clone();
         let handle = tokio::spawn(tool.run(input, ctx));
@@ -174,12 +221,8 @@ impl Registry {
                 );
             }
         };
-        let mut tool_repairs = Vec::new();
-        let mut envelope = match result {
-            Ok(Ok(out)) => {
-                tool_repairs = out.repairs;
-                Envelope::success(out.text, out.data, Vec::new())
-            }
+        match result {
+            Ok(Ok(out)) => Envelope::success(out.text, out.data, out.repairs),
             Ok(Err(err)) => Envelope::error(err.code, &err.message, &err.next_step, err.data),
             Err(join) if join.is_panic() => Envelope::error(
                 Code::Internal,
@@ -193,10 +236,7 @@ impl Registry {
                 "call it again if the result is still needed",
                 Value::Null,
             ),
-        };
-        repairs.extend(tool_repairs);
-        envelope.repairs = repairs;
-        envelope
+        }
     }
 
     fn unknown_tool(&self, name: &str) -> Envelope {

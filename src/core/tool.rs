@@ -116,9 +116,25 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// When this call may change the workspace: a one-line summary of it for its
+    /// checkpoint (`src/lib.rs: 2 edits`, `cargo fmt`). None: it cannot.
+    fn changes_workspace(&self, _input: &Value) -> Option<String> {
+        None
+    }
+
     /// Carry out one call. `input` has been repaired and validated against
     /// [`Tool::parameters`].
     fn run(self: Arc<Self>, input: Value, ctx: CallContext) -> BoxFuture<'static, ToolResult>;
+}
+
+/// What the registry does around every call that may change the workspace (see
+/// [`Tool::changes_workspace`]): the checkpoints.
+pub trait ChangeHook: Send + Sync {
+    /// Before the call (blocking): the checkpoint's id, or why there is none (the call
+    /// runs anyway).
+    fn before(&self, tool: &str, summary: &str) -> Result<String, String>;
+    /// After the call returned `data` (blocking).
+    fn after(&self, id: &str, data: &Value);
 }
 
 /// MCP-style behaviour hints, frozen with the spec.

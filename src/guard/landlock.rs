@@ -50,6 +50,10 @@ pub struct Sandbox {
     /// add the task's layer) write: see [`Extras::server_write`].
     #[serde(default)]
     pub server_write: Vec<PathBuf>,
+    /// Directories the server's own layer has full rights on (see
+    /// [`Extras::server_private`]).
+    #[serde(default)]
+    pub server_private: Vec<PathBuf>,
     pub bind: Vec<u16>,
     /// A task's egress proxy port when the network fence falls back to Landlock: TCP
     /// connect is then limited to it (and `connect`), bind left as `network` says.
@@ -236,6 +240,9 @@ pub struct Extras {
     /// write its new user namespace's `uid_map` (an unprivileged network namespace) before
     /// it adds the task's own layer, which leaves `/proc` read-only again.
     pub server_write: Vec<PathBuf>,
+    /// Directories only the server's layer has full rights on (the checkpoint store):
+    /// the tasks' layer, added on top, leaves them out.
+    pub server_private: Vec<PathBuf>,
     /// TCP ports the server itself connects to (the web group's `[web] ports` and its
     /// search endpoint), with `network = "deny"`.
     pub server_connect: Vec<u16>,
@@ -323,6 +330,7 @@ impl Sandbox {
             connect: l.connect.clone(),
             server_connect: extras.server_connect.clone(),
             server_write: extras.server_write.clone(),
+            server_private: extras.server_private.clone(),
             bind: l.bind.clone(),
             proxy_port: None,
             create,
@@ -487,6 +495,12 @@ impl Sandbox {
                 let access = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::ReadDir;
                 created = created
                     .add_rule(PathBeneath::new(fd, access))
+                    .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
+            }
+            for path in &self.server_private {
+                let Ok(fd) = PathFd::new(path) else { continue };
+                created = created
+                    .add_rule(PathBeneath::new(fd, all))
                     .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
             }
         }
@@ -876,6 +890,7 @@ mod tests {
             connect: vec![],
             server_connect: vec![],
             server_write: vec![],
+            server_private: vec![],
             bind: vec![],
             proxy_port: None,
             create: vec![],

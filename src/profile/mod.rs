@@ -21,7 +21,16 @@ pub use network::NetworkSection;
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
 
 /// Tool groups enabled when a profile does not say.
-const DEFAULT_GROUPS: &[&str] = &["files", "search", "edit", "shell", "plan", "todo", "input"];
+const DEFAULT_GROUPS: &[&str] = &[
+    "files",
+    "search",
+    "edit",
+    "shell",
+    "plan",
+    "todo",
+    "input",
+    "checkpoints",
+];
 /// No call waits longer than this before answering: clients time out at 60 s.
 pub const YIELD_CEILING_MS: u64 = 50_000;
 /// Skill directories used when a profile does not say (relative ones: in the workspace).

@@ -481,6 +481,10 @@ impl Tool for Edit {
         "edit"
     }
 
+    fn changes_workspace(&self, input: &Value) -> Option<String> {
+        input["file_path"].as_str().map(str::to_string)
+    }
+
     fn title(&self) -> Option<String> {
         Some("Edit file".into())
     }
@@ -543,6 +547,13 @@ impl Tool for MultiEdit {
         "multi_edit"
     }
 
+    fn changes_workspace(&self, input: &Value) -> Option<String> {
+        input["file_path"].as_str().map(|p| {
+            let n = input["edits"].as_array().map_or(0, Vec::len);
+            format!("{p}: {n} edit(s)")
+        })
+    }
+
     fn title(&self) -> Option<String> {
         Some("Edit file in several steps".into())
     }
@@ -602,6 +613,13 @@ struct WriteArgs {
 impl Tool for Write {
     fn name(&self) -> &str {
         "write"
+    }
+
+    fn changes_workspace(&self, input: &Value) -> Option<String> {
+        input["file_path"].as_str().map(|p| {
+            let n = input["content"].as_str().map_or(0, str::len);
+            format!("{p} ({n} bytes)")
+        })
     }
 
     fn title(&self) -> Option<String> {

@@ -341,6 +341,21 @@ impl Tool for CallTool {
         true
     }
 
+    fn changes_workspace(&self, input: &Value) -> Option<String> {
+        // A tool its server calls read-only (as last listed) cannot change anything.
+        let name = input["name"].as_str()?;
+        let server = name
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+            .and_then(|(s, _)| self.0.upstreams.server(s));
+        let read_only = server.is_some_and(|s| {
+            s.tools()
+                .iter()
+                .any(|e| e.name == name && e.annotations["readOnlyHint"] == Value::Bool(true))
+        });
+        (!read_only).then(|| name.to_string())
+    }
+
     fn run(self: Arc<Self>, input: Value, ctx: CallContext) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move { CallTool::run(&self, args(input)?, ctx).await })
     }

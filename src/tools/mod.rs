@@ -7,6 +7,7 @@
 //! Each group lives in its own module; adding one is a module plus a row in [`GROUPS`].
 
 pub mod board;
+mod checkpoints;
 mod common;
 mod edit;
 mod files;
@@ -80,6 +81,9 @@ pub struct Env {
     sandbox_status: std::sync::OnceLock<Status>,
     /// The network fence (`[network]`), made with the first task.
     network: std::sync::OnceLock<Result<Option<Arc<NetworkFence>>, String>>,
+    /// The workspace's checkpoints (None: `[checkpoints] mode = "off"`, or no group
+    /// that changes the workspace; Err: the store cannot be opened, and why).
+    pub checkpoints: Option<Result<Arc<crate::checkpoint::Checkpoints>, String>>,
 }
 
 /// The shell a command gets with respect to the exec boundary.
@@ -227,9 +231,38 @@ impl Env {
             sandbox: None,
             sandbox_status: std::sync::OnceLock::new(),
             network: std::sync::OnceLock::new(),
+            checkpoints: None,
         };
+        env.checkpoints = env.open_checkpoints();
         env.sandbox = env.build_sandbox()?;
         Ok(env)
+    }
+
+    /// The checkpoint store, opened (and made) before the server enters its sandbox.
+    fn open_checkpoints(&self) -> Option<Result<Arc<crate::checkpoint::Checkpoints>, String>> {
+        let changing = ["edit", "shell", "mcp", "checkpoints"];
+        if !self.profile.checkpoints.on
+            || !self
+                .profile
+                .tools
+                .iter()
+                .any(|g| changing.contains(&g.as_str()))
+        {
+            return None;
+        }
+        let session = match self.session {
+            Session::Server => format!("serve {}", std::process::id()),
+            Session::OneShot => format!("call {}", std::process::id()),
+        };
+        Some(
+            crate::checkpoint::open(&self.profile, &session)
+                .map(Arc::new)
+                .map_err(|e| {
+                    let dir = crate::checkpoint::store_dir(&self.profile);
+                    tracing::warn!("checkpoints are off: the store {}: {e}", dir.display());
+                    format!("the store {}: {e}", dir.display())
+                }),
+        )
     }
 
     fn shell_on(&self) -> bool {
@@ -249,6 +282,10 @@ impl Env {
         };
         if let Ok(exe) = std::env::current_exe() {
             extras.programs.push(exe);
+        }
+        if let Some(Ok(c)) = &self.checkpoints {
+            // The server keeps checkpoints there; its commands never see the store.
+            extras.server_private.push(c.store().dir().to_path_buf());
         }
         if self.shell_on()
             && let Some(plain) =
@@ -655,6 +692,11 @@ pub const GROUPS: &[Group] = &[
         register: mcp::register,
     },
     Group {
+        name: "checkpoints",
+        summary: "checkpoint_list, checkpoint_diff, checkpoint_restore",
+        register: checkpoints::register,
+    },
+    Group {
         name: "web",
         summary: "web_fetch, fetch, web_search (opt-in)",
         register: web::register,
@@ -703,6 +745,12 @@ pub fn build_session(
     }
     let env = Arc::new(Env::new(profile, session)?);
     let mut registry = Registry::new(Arc::clone(&env.limits));
+    if let Some(Ok(c)) = &env.checkpoints {
+        registry.set_change_hook(Arc::new(checkpoints::Hook {
+            checkpoints: Arc::clone(c),
+            tasks: Arc::clone(&env.tasks),
+        }));
+    }
     for group in GROUPS {
         if env.profile.tools.iter().any(|g| g == group.name) {
             (group.register)(&env, &mut registry)?;

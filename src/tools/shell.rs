@@ -284,6 +284,15 @@ impl Tool for ShellRun {
         "shell_run"
     }
 
+    fn changes_workspace(&self, input: &Value) -> Option<String> {
+        let command = input["command"].as_str()?;
+        if crate::shell::classify::read_only(command) == crate::shell::classify::ReadOnly::Yes {
+            return None;
+        }
+        let line = command.split_whitespace().collect::<Vec<_>>().join(" ");
+        Some(super::common::cut_line(&line, 120))
+    }
+
     fn title(&self) -> Option<String> {
         Some("Run shell command".into())
     }
@@ -745,6 +754,11 @@ impl Tool for WriteStdin {
             "required": ["task_id"],
             "additionalProperties": false
         })
+    }
+
+    fn changes_workspace(&self, input: &Value) -> Option<String> {
+        let task = input["task_id"].as_str()?;
+        Some(format!("to task {task}"))
     }
 
     fn run(self: Arc<Self>, input: Value, _ctx: CallContext) -> BoxFuture<'static, ToolResult> {
