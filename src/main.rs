@@ -367,7 +367,19 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         Ok(None) => json!({"mode": net.mode}),
         Err(why) => json!({"mode": net.mode, "error": why}),
     };
+    let checkpoints = match &env.checkpoints {
+        None => json!({"on": false}),
+        Some(Ok(c)) => json!({
+            "on": true,
+            "store": c.store().dir(),
+            "changes_found_by": c.method(),
+            "checkpoints": c.store().record_ids().map(|i| i.len()).unwrap_or(0),
+            "exclude": env.profile.checkpoints.exclude,
+        }),
+        Some(Err(why)) => json!({"on": false, "error": why}),
+    };
     let report = json!({
+        "checkpoints": checkpoints,
         "network": network,
         "profile": env.profile.source_name(),
         "workspace": env.guard.workspace(),
@@ -400,6 +412,16 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         );
     }
     println!("tmpdir:     {} (private, 0700)", env.private.tmp.display());
+    match &env.checkpoints {
+        None => println!("checkpoints: off"),
+        Some(Ok(c)) => println!(
+            "checkpoints: {} in {} (private, 0700, reached by the server only); changes found by {}",
+            c.store().record_ids().map(|i| i.len()).unwrap_or(0),
+            c.store().dir().display(),
+            c.method()
+        ),
+        Some(Err(why)) => println!("checkpoints: cannot be kept: {why}"),
+    }
     if let Some(linked) = &env.profile.git.linked {
         let root = linked.read_root().display();
         match env.profile.git.main_worktree {

@@ -68,7 +68,7 @@ pub fn run(profile: &Profile, request: Request) -> Answer {
     match request {
         Request::List { limit } => match cp.list(limit, true) {
             Ok(list) => Answer {
-                text: report::list(&list, now()),
+                text: report::list(&list, now(), report::Reader::Person),
                 json: serde_json::json!({"ok": true, "checkpoints": list}),
                 ok: true,
             },

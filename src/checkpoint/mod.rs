@@ -84,6 +84,7 @@ pub fn settings(profile: &Profile) -> Settings {
         rules: scan::ScanRules {
             exclude,
             max_file_bytes: c.max_file_bytes,
+            max_pass_bytes: c.max_total_bytes,
         },
         keep: c.keep,
         max_total_bytes: c.max_total_bytes,

@@ -6,8 +6,15 @@ use super::service::{Counts, Restored, Summary};
 use super::store::{Record, Store};
 use super::tree::{Change, Difference, Kind, PathEntry};
 
+/// Who reads the answer: the model (tool names) or a person (commands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    Model,
+    Person,
+}
+
 /// `checkpoint_list`'s text: newest first.
-pub fn list(summaries: &[Summary], now: f64) -> String {
+pub fn list(summaries: &[Summary], now: f64, reader: Reader) -> String {
     if summaries.is_empty() {
         return "No checkpoints yet: one is taken before every call that may change the workspace."
             .into();
@@ -43,9 +50,10 @@ pub fn list(summaries: &[Summary], now: f64) -> String {
         }
         out.push('\n');
     }
-    out.push_str(
-        "\ncheckpoint_diff {id} shows what changed since one; checkpoint_restore {id} puts the workspace back as it was then (itself undoable).",
-    );
+    out.push_str(match reader {
+        Reader::Model => "\ncheckpoint_diff {id} shows what changed since one; checkpoint_restore {id} puts the workspace back as it was then (itself undoable).",
+        Reader::Person => "\n`whalebox checkpoints diff ID` shows what changed since one; `whalebox checkpoints restore ID` puts the workspace back as it was then (itself undoable).",
+    });
     out
 }
 
@@ -91,7 +99,8 @@ pub fn diff(store: &Store, rec: &Record, diffs: &[Difference], max_chars: usize)
             break;
         }
         out.push('\n');
-        out.push_str(&one(store, d, max_chars));
+        out.push_str(one(store, d, max_chars).trim_end());
+        out.push('\n');
     }
     out
 }

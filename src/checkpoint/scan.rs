@@ -21,7 +21,7 @@ use super::watch::{Dirty, Watch};
 /// directory.
 pub const STAGING_PREFIX: &str = ".whalebox-restore-";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Stamp {
     size: u64,
     mtime_ns: i128,
@@ -36,6 +36,13 @@ struct DirState {
     hash: String,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Index {
+    generation: u64,
+    saved_ns: i128,
+    files: HashMap<String, Stamp>,
+}
+
 /// What to scan and what to leave out.
 #[derive(Debug, Clone)]
 pub struct ScanRules {
@@ -43,6 +50,9 @@ pub struct ScanRules {
     /// with `/`: a path from the root (`build/cache`).
     pub exclude: Vec<String>,
     pub max_file_bytes: u64,
+    /// The most one pass may read: a workspace with more new content than the store
+    /// may hold (`max_total_bytes`) gets no checkpoint rather than a store it overflows.
+    pub max_pass_bytes: u64,
 }
 
 impl ScanRules {
@@ -68,6 +78,8 @@ pub struct Scanned {
     pub read: usize,
     /// Directories listed by this pass.
     pub listed: usize,
+    /// Bytes of the files read.
+    pub bytes: u64,
     /// Whether every directory was listed (no help from the kernel).
     pub full: bool,
 }
@@ -107,6 +119,39 @@ impl Scanner {
             Ok(w) => format!("inotify ({} directories watched)", w.len()),
             Err(why) => format!("a stat pass of every directory (no inotify: {why})"),
         }
+    }
+
+    /// The file stamps, kept in `path` so the next process (a `whalebox call`, the CLI, a
+    /// restarted server) need not read every file again, as git's index does.
+    pub fn save_index(&self, path: &Path, generation: u64) -> std::io::Result<()> {
+        let index = Index {
+            generation,
+            saved_ns: now_ns(),
+            files: self.files.clone(),
+        };
+        let bytes = serde_json::to_vec(&index).map_err(std::io::Error::other)?;
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Take the stamps `save_index` kept, when they are of this store's generation;
+    /// those written within the second before saving are left out (racily clean).
+    pub fn load_index(&mut self, path: &Path, generation: u64) {
+        let Ok(bytes) = std::fs::read(path) else {
+            return;
+        };
+        let Ok(index) = serde_json::from_slice::<Index>(&bytes) else {
+            return;
+        };
+        if index.generation != generation {
+            return;
+        }
+        self.files = index
+            .files
+            .into_iter()
+            .filter(|(_, s)| s.mtime_ns < index.saved_ns - 1_000_000_000)
+            .collect();
     }
 
     /// Forget the hashes whose blobs the store no longer has (after a prune), and list
@@ -263,6 +308,18 @@ impl Scanner {
                     None => match std::fs::read(item.path()) {
                         Ok(bytes) => {
                             out.read += 1;
+                            out.bytes += bytes.len() as u64;
+                            if out.bytes > self.rules.max_pass_bytes {
+                                return Err(std::io::Error::new(
+                                    std::io::ErrorKind::FileTooLarge,
+                                    format!(
+                                        "the workspace has more than {} bytes to keep \
+                                         ([checkpoints] max_total_bytes); exclude its large \
+                                         directories in [checkpoints] exclude",
+                                        self.rules.max_pass_bytes
+                                    ),
+                                ));
+                            }
                             store.put_blob(&bytes)?
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -369,6 +426,7 @@ mod tests {
         ScanRules {
             exclude: vec![".git".into(), "node_modules/".into()],
             max_file_bytes: 1024,
+            max_pass_bytes: 1 << 20,
         }
     }
 

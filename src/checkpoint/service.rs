@@ -58,6 +58,8 @@ struct State {
     generation: u64,
     /// Records written since the last prune.
     since_prune: usize,
+    /// When the scanner's index was last saved.
+    index_saved: Option<std::time::Instant>,
 }
 
 /// One checkpoint as `checkpoint_list` shows it.
@@ -147,8 +149,9 @@ impl Checkpoints {
             settings.dir.join("workspace"),
             settings.workspace.display().to_string(),
         );
-        let scanner = Scanner::new(&settings.workspace, settings.rules.clone(), settings.watch);
+        let mut scanner = Scanner::new(&settings.workspace, settings.rules.clone(), settings.watch);
         let generation = store.generation();
+        scanner.load_index(&store.dir().join("index.json"), generation);
         let cp = Checkpoints {
             settings,
             store,
@@ -158,6 +161,7 @@ impl Checkpoints {
                 last: None,
                 generation,
                 since_prune: 0,
+                index_saved: None,
             }),
         };
         {
@@ -193,7 +197,21 @@ impl Checkpoints {
             state.scanner.revalidate(&self.store);
             state.generation = generation;
         }
-        Ok(state.scanner.scan(&self.store, full)?.tree)
+        let pass = state.scanner.scan(&self.store, full)?;
+        // Kept for the next process after every full pass, and once a minute.
+        let due = state
+            .index_saved
+            .is_none_or(|t| t.elapsed() > std::time::Duration::from_secs(60));
+        if (pass.full || due) && pass.read + pass.listed > 0 {
+            match state
+                .scanner
+                .save_index(&self.store.dir().join("index.json"), state.generation)
+            {
+                Ok(()) => state.index_saved = Some(std::time::Instant::now()),
+                Err(e) => tracing::debug!("checkpoints: cannot save the index: {e}"),
+            }
+        }
+        Ok(pass.tree)
     }
 
     /// A checkpoint before a call that may change the workspace; its id.

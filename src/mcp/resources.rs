@@ -1,5 +1,6 @@
-//! The session's plan and todo list as MCP resources (`whalebox://session/plan`,
-//! `whalebox://session/todos`), with `notifications/resources/updated` on every change
+//! The session's plan, todo list and checkpoints as MCP resources
+//! (`whalebox://session/plan`, `whalebox://session/todos`,
+//! `whalebox://session/checkpoints`), with `notifications/resources/updated` on every change
 //! to clients that subscribed: `resources/subscribe` on the classic lifecycle,
 //! `subscriptions/listen` on 2026-07-28.
 
@@ -12,7 +13,7 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::json;
 
 use crate::tools::Env;
-use crate::tools::board::{PLAN_URI, TODOS_URI};
+use crate::tools::board::{CHECKPOINTS_URI, PLAN_URI, TODOS_URI};
 
 pub struct Resources {
     env: Arc<Env>,
@@ -40,6 +41,9 @@ impl Resources {
         if on("todo") {
             uris.push(TODOS_URI);
         }
+        if on("checkpoints") && matches!(self.env.checkpoints, Some(Ok(_))) {
+            uris.push(CHECKPOINTS_URI);
+        }
         uris
     }
 
@@ -51,6 +55,13 @@ impl Resources {
                     (
                         "plan",
                         "The agent's plan (update_plan), as JSON with a checklist `text`.",
+                    )
+                } else if uri == CHECKPOINTS_URI {
+                    (
+                        "checkpoints",
+                        "The workspace's checkpoints, newest first (what each call changed), as \
+                         JSON with a rendered `text`; restore one with checkpoint_restore or \
+                         `whalebox checkpoints restore ID`.",
                     )
                 } else {
                     (
@@ -75,7 +86,19 @@ impl Resources {
                 None,
             ));
         }
-        let body = if uri == PLAN_URI {
+        let body = if uri == CHECKPOINTS_URI {
+            let Some(Ok(c)) = &self.env.checkpoints else {
+                return Err(McpError::resource_not_found("checkpoints are off", None));
+            };
+            let list = c
+                .list(50, false)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            json!({"text": crate::checkpoint::report::list(&list, now, crate::checkpoint::report::Reader::Person), "checkpoints": list})
+        } else if uri == PLAN_URI {
             match self.env.board.plan() {
                 Some(plan) => json!({"text": crate::tools::plan_text(&plan), "plan": plan}),
                 None => json!({"text": "No plan yet.", "plan": null}),

@@ -13,6 +13,7 @@ use crate::mutation::{CommitError, Expect, commit};
 
 pub const PLAN_URI: &str = "whalebox://session/plan";
 pub const TODOS_URI: &str = "whalebox://session/todos";
+pub const CHECKPOINTS_URI: &str = "whalebox://session/checkpoints";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -114,6 +115,11 @@ impl Board {
     }
 
     /// Announces the URI of each change.
+    /// Where to announce a change of another resource (a checkpoint taken).
+    pub fn announcer(&self) -> broadcast::Sender<&'static str> {
+        self.changes.clone()
+    }
+
     pub fn changes(&self) -> broadcast::Receiver<&'static str> {
         self.changes.subscribe()
     }

@@ -29,6 +29,8 @@ pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), Re
 pub struct Hook {
     pub checkpoints: Arc<Checkpoints>,
     pub tasks: Arc<TaskTable>,
+    /// Where `whalebox://session/checkpoints` subscribers hear of a new checkpoint.
+    pub announce: tokio::sync::broadcast::Sender<&'static str>,
 }
 
 impl ChangeHook for Hook {
@@ -43,6 +45,7 @@ impl ChangeHook for Hook {
         if let Err(e) = self.checkpoints.finished(id, task, running(&self.tasks)) {
             tracing::warn!("checkpoint {id}: cannot record how the call left the workspace: {e}");
         }
+        let _ = self.announce.send(super::board::CHECKPOINTS_URI);
     }
 }
 
@@ -165,7 +168,7 @@ impl Tool for List {
             let a: ListArgs = args(input)?;
             let cp = store(&env)?;
             let list = cp.list(a.limit.unwrap_or(20), true).map_err(io)?;
-            let text = report::list(&list, now());
+            let text = report::list(&list, now(), report::Reader::Model);
             Ok(ToolOutput::new(text, json!({"checkpoints": list})))
         })
     }

@@ -749,6 +749,7 @@ pub fn build_session(
         registry.set_change_hook(Arc::new(checkpoints::Hook {
             checkpoints: Arc::clone(c),
             tasks: Arc::clone(&env.tasks),
+            announce: env.board.announcer(),
         }));
     }
     for group in GROUPS {
