@@ -155,11 +155,6 @@ enum Command {
     Checkpoints {
         #[command(subcommand)]
         command: CheckpointsCommand,
-        #[command(flatten)]
-        profile: ProfileArgs,
-        /// Print JSON instead of text.
-        #[arg(long, global = true)]
-        json: bool,
     },
     /// An interactive gated zsh inside the same sandbox.
     Shell {
@@ -183,15 +178,32 @@ enum Command {
     },
 }
 
+/// What every `whalebox checkpoints` command takes.
+#[derive(Args, Clone, Default)]
+struct CheckpointsArgs {
+    #[command(flatten)]
+    profile: ProfileArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Subcommand)]
 enum CheckpointsCommand {
     /// The checkpoints, newest first, with what their calls changed.
     List {
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        #[command(flatten)]
+        args: CheckpointsArgs,
     },
     /// What changed from checkpoint ID to the workspace now (under PATH).
-    Diff { id: String, path: Option<String> },
+    Diff {
+        id: String,
+        path: Option<String>,
+        #[command(flatten)]
+        args: CheckpointsArgs,
+    },
     /// Put the workspace (or PATHs) back as checkpoint ID had it; itself undoable.
     Restore {
         id: String,
@@ -202,14 +214,21 @@ enum CheckpointsCommand {
         /// Overwrite changes made outside whalebox since the checkpoint.
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        args: CheckpointsArgs,
     },
     /// Take a checkpoint now (before changing things by hand).
     Save {
         #[arg(long, short, default_value = "")]
         message: String,
+        #[command(flatten)]
+        args: CheckpointsArgs,
     },
     /// Drop checkpoints past `keep` and `max_total_bytes`, and unreferenced blobs.
-    Prune,
+    Prune {
+        #[command(flatten)]
+        args: CheckpointsArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -602,11 +621,7 @@ fn run(command: Command) -> ExitCode {
         | Command::Run { .. }
         | Command::Shell { .. } => unreachable!("handled in main"),
         Command::Doctor { json, profile } => doctor(json, &profile),
-        Command::Checkpoints {
-            command,
-            profile,
-            json,
-        } => checkpoints(command, &profile, json),
+        Command::Checkpoints { command } => checkpoints(command),
         Command::Tools { json, profile } => list_tools(json, &profile),
         Command::Policy {
             command: PolicyCommand::Check { profile, command },
@@ -678,31 +693,36 @@ fn man_pages(dir: Option<PathBuf>) -> ExitCode {
 }
 
 /// Load the profile and build the registry, or explain on stderr why not.
-fn checkpoints(command: CheckpointsCommand, args: &ProfileArgs, as_json: bool) -> ExitCode {
+fn checkpoints(command: CheckpointsCommand) -> ExitCode {
     use whalebox::checkpoint::cli::{self, Request};
-    let profile = match Profile::load(&args.load_options()) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("whalebox: profile error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let request = match command {
-        CheckpointsCommand::List { limit } => Request::List { limit },
-        CheckpointsCommand::Diff { id, path } => Request::Diff { id, path },
+    let (request, args) = match command {
+        CheckpointsCommand::List { limit, args } => (Request::List { limit }, args),
+        CheckpointsCommand::Diff { id, path, args } => (Request::Diff { id, path }, args),
         CheckpointsCommand::Restore {
             id,
             paths,
             dry_run,
             force,
-        } => Request::Restore {
-            id,
-            paths,
-            dry_run,
-            force,
-        },
-        CheckpointsCommand::Save { message } => Request::Save { message },
-        CheckpointsCommand::Prune => Request::Prune,
+            args,
+        } => (
+            Request::Restore {
+                id,
+                paths,
+                dry_run,
+                force,
+            },
+            args,
+        ),
+        CheckpointsCommand::Save { message, args } => (Request::Save { message }, args),
+        CheckpointsCommand::Prune { args } => (Request::Prune, args),
+    };
+    let as_json = args.json;
+    let profile = match Profile::load(&args.profile.load_options()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("whalebox: profile error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
     };
     let answer = cli::run(&profile, request);
     if as_json {

@@ -53,7 +53,7 @@ pub fn run(profile: &Profile, request: Request) -> Answer {
         ));
     }
     let dir = super::store_dir(profile);
-    if !dir.join("records").is_dir() {
+    if !dir.join("records").is_dir() && !matches!(request, Request::Save { .. }) {
         return fail(format!(
             "no checkpoints for {} yet (the store {} does not exist): whalebox takes them before the calls that change the workspace",
             profile.workspace.display(),

@@ -37,7 +37,9 @@ pub fn list(summaries: &[Summary], now: f64, reader: Reader) -> String {
         if let Some(c) = &s.after_calls
             && !c.is_empty()
         {
-            if s.running.is_empty() {
+            if s.overlapped {
+                let _ = write!(out, "\n      then, while other calls ran: {}", counts(c));
+            } else if s.running.is_empty() {
                 let _ = write!(out, "\n      then, outside whalebox: {}", counts(c));
             } else {
                 let _ = write!(

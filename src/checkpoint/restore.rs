@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::scan::STAGING_PREFIX;
 use super::store::Store;
-use super::tree::{Change, Difference, Kind, PathEntry, diff};
+use super::tree::{Change, Difference, Kind, PathEntry, diff, flatten};
 
 /// What a restore does to one path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +54,26 @@ pub fn plan(store: &Store, now: &str, target: &str, paths: &[String]) -> std::io
         diffs = diff(store, now, target, "")?;
     } else {
         for p in paths {
+            // A directory on the way that is something else now (a link a command put
+            // there, a file) comes back too, or the restore would write through it.
+            let mut at = p.as_str();
+            while let Some(i) = at.rfind('/') {
+                at = &at[..i];
+                let here = flatten(store, target, at)?;
+                let now_here = flatten(store, now, at)?;
+                let target_dir = here.first().filter(|e| e.path == at && e.kind.is_dir());
+                let now_entry = now_here.first().filter(|e| e.path == at);
+                if let Some(t) = target_dir
+                    && !now_entry.is_some_and(|e| e.kind.is_dir())
+                    && !diffs.iter().any(|x| x.path == at)
+                {
+                    diffs.push(Difference {
+                        path: at.to_string(),
+                        before: now_entry.cloned(),
+                        after: Some(t.clone()),
+                    });
+                }
+            }
             for d in diff(store, now, target, p)? {
                 if !diffs.iter().any(|x| x.path == d.path) {
                     diffs.push(d);
@@ -215,6 +235,7 @@ pub fn apply(
         }
         for op in &plan.ops {
             if let Op::MakeDir { path, .. } = op {
+                real_parents(root, path)?;
                 match std::fs::create_dir(root.join(path)) {
                     Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
                         return Err(std::io::Error::new(
@@ -231,9 +252,7 @@ pub fn apply(
                 continue;
             };
             let dest = root.join(&entry.path);
-            if let Some(parent) = dest.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
+            real_parents(root, &entry.path)?;
             std::fs::rename(at, &dest).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("cannot put {} back: {e}", entry.path))
             })?;
@@ -262,6 +281,31 @@ pub fn apply(
     let result = swap();
     progress(total, total);
     result.map(|()| left).map_err(Failure::Midway)
+}
+
+/// Make sure every directory on the way to `rel` is a real directory inside `root`
+/// (made when missing), never a link: a restore writes nothing through a link.
+fn real_parents(root: &Path, rel: &str) -> std::io::Result<()> {
+    let mut at = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        at.push(part);
+        match at.symlink_metadata() {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotADirectory,
+                    format!(
+                        "{} is not a directory (a link or a file), so nothing is written under it",
+                        at.strip_prefix(root).unwrap_or(&at).display()
+                    ),
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&at)?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Why a restore stopped.

@@ -58,6 +58,7 @@ pub struct ScanRules {
 impl ScanRules {
     fn excluded(&self, path: &str, name: &str) -> bool {
         name.starts_with(STAGING_PREFIX)
+            || is_write_in_progress(name)
             || self.exclude.iter().any(|x| {
                 let x = x.trim_end_matches('/');
                 if x.contains('/') {
@@ -389,6 +390,24 @@ impl Scanner {
             }
         }
     }
+}
+
+/// A file whalebox is writing this moment (`.NAME.PID-N.tmp`, renamed into place when
+/// whole): another call's checkpoint must not keep it.
+fn is_write_in_progress(name: &str) -> bool {
+    let Some(stem) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+        return false;
+    };
+    let Some((_, tail)) = stem.rsplit_once('.') else {
+        return false;
+    };
+    let Some((pid, n)) = tail.split_once('-') else {
+        return false;
+    };
+    !pid.is_empty()
+        && !n.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && n.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn now_ns() -> i128 {

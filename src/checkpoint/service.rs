@@ -60,6 +60,8 @@ struct State {
     since_prune: usize,
     /// When the scanner's index was last saved.
     index_saved: Option<std::time::Instant>,
+    /// This session's calls between `take` and `finished`.
+    in_flight: usize,
 }
 
 /// One checkpoint as `checkpoint_list` shows it.
@@ -76,6 +78,8 @@ pub struct Summary {
     /// the newest when `now` was asked): by the `running` tasks, or from outside.
     pub after_calls: Option<Counts>,
     pub running: Vec<String>,
+    /// Other calls were running when its calls returned.
+    pub overlapped: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, serde::Serialize, PartialEq, Eq)]
@@ -162,6 +166,7 @@ impl Checkpoints {
                 generation,
                 since_prune: 0,
                 index_saved: None,
+                in_flight: 0,
             }),
         };
         {
@@ -220,6 +225,8 @@ impl Checkpoints {
         let mut state = self.state();
         self.finish_journal(&mut state)?;
         let tree = self.scan(&mut state, false)?;
+        state.in_flight += 1;
+        let _ = self.store.set_in_flight(state.in_flight);
         let cause = Cause {
             tool: tool.to_string(),
             summary: summary.to_string(),
@@ -231,6 +238,8 @@ impl Checkpoints {
             && rec.tree == tree
             && rec.after.as_deref() == Some(tree.as_str())
             && rec.running.is_empty()
+            && !rec.overlapped
+            && state.in_flight == 1
         {
             // Nothing changed since, nor by the calls it holds: one more call on it.
             if rec.causes.len() < MAX_CAUSES {
@@ -251,6 +260,8 @@ impl Checkpoints {
             causes: vec![cause],
             more_causes: 0,
             running: Vec::new(),
+            overlapped: false,
+            after_time: None,
         };
         self.store.put_record(&rec)?;
         state.last = Some(rec.id.clone());
@@ -273,10 +284,15 @@ impl Checkpoints {
     ) -> std::io::Result<()> {
         let _lock = self.store.lock()?;
         let mut state = self.state();
+        let overlapped = state.in_flight > 1 || self.store.others_in_flight();
+        state.in_flight = state.in_flight.saturating_sub(1);
+        let _ = self.store.set_in_flight(state.in_flight);
         let tree = self.scan(&mut state, false)?;
         let mut rec = self.store.record(id)?;
         rec.after = Some(tree);
         rec.running = running;
+        rec.overlapped = overlapped;
+        rec.after_time = Some(now());
         if let (Some(task), Some(last)) = (task, rec.causes.last_mut()) {
             last.task = Some(task);
         }
@@ -295,14 +311,17 @@ impl Checkpoints {
             None
         };
         let start = ids.len().saturating_sub(limit);
+        let records: Vec<Record> = ids[start..]
+            .iter()
+            .filter_map(|id| self.store.record(id).ok())
+            .collect();
         let mut out = Vec::new();
-        for (i, id) in ids.iter().enumerate().skip(start).rev() {
-            let Ok(rec) = self.store.record(id) else {
-                continue;
-            };
-            let next_tree = match ids.get(i + 1) {
-                Some(next) => self.store.record(next).ok().map(|r| r.tree),
-                None => current.clone(),
+        for (i, rec) in records.iter().enumerate().rev() {
+            let rec = rec.clone();
+            let next_tree = match next_after(&records, i) {
+                Some(next) => Some(next.tree.clone()),
+                None if i + 1 == records.len() => current.clone(),
+                None => None,
             };
             let counts =
                 |a: &str, b: &str| diff(&self.store, a, b, "").ok().map(|d| Counts::of(&d));
@@ -320,6 +339,7 @@ impl Checkpoints {
                 by_calls,
                 after_calls,
                 running: rec.running,
+                overlapped: rec.overlapped,
             });
         }
         Ok(out)
@@ -395,6 +415,8 @@ impl Checkpoints {
             }],
             more_causes: 0,
             running: Vec::new(),
+            overlapped: false,
+            after_time: None,
         };
         self.store.put_record(&before)?;
         state.last = Some(before.id.clone());
@@ -424,6 +446,7 @@ impl Checkpoints {
         let after = self.scan(&mut state, true)?;
         let mut before = before;
         before.after = Some(after);
+        before.after_time = Some(now_secs());
         self.store.put_record(&before)?;
         Ok(report)
     }
@@ -441,10 +464,13 @@ impl Checkpoints {
             .collect();
         let mut out: Vec<String> = Vec::new();
         for (i, rec) in records.iter().enumerate() {
-            let (Some(after), true) = (&rec.after, rec.running.is_empty()) else {
+            let (Some(after), true) = (&rec.after, rec.running.is_empty() && !rec.overlapped)
+            else {
                 continue;
             };
-            let next = records.get(i + 1).map(|r| r.tree.as_str()).unwrap_or(now);
+            let next = next_after(&records, i)
+                .map(|r| r.tree.as_str())
+                .unwrap_or(now);
             for d in diff(&self.store, after, next, "")? {
                 if !out.contains(&d.path) {
                     out.push(d.path);
@@ -515,6 +541,13 @@ impl Checkpoints {
 }
 
 pub use super::prune::Pruned;
+
+/// The first checkpoint after `records[i]` taken once its calls had returned: what
+/// changed between the two happened while no call of its ran.
+fn next_after(records: &[Record], i: usize) -> Option<&Record> {
+    let done = records[i].after_time.unwrap_or(records[i].time);
+    records[i + 1..].iter().find(|r| r.time >= done)
+}
 
 fn now_secs() -> f64 {
     now()

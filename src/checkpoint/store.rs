@@ -52,6 +52,13 @@ pub struct Record {
     /// what changes after `after` may be theirs.
     #[serde(default)]
     pub running: Vec<String>,
+    /// Other calls (of this session or another) were running when its calls returned:
+    /// what changes after `after` may be theirs, not from outside.
+    #[serde(default)]
+    pub overlapped: bool,
+    /// When its last call returned (seconds since the epoch).
+    #[serde(default)]
+    pub after_time: Option<f64>,
 }
 
 /// A restore under way: replayed to the end on the store's next use after a crash.
@@ -258,6 +265,37 @@ impl Store {
         }
     }
 
+    /// Mark this process as having `calls` calls under way (0: none), so other
+    /// sessions know changes may be under way that are not from outside.
+    pub fn set_in_flight(&self, calls: usize) -> std::io::Result<()> {
+        let dir = self.dir.join("inflight");
+        let marker = dir.join(std::process::id().to_string());
+        if calls == 0 {
+            match std::fs::remove_file(marker) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            }
+        } else {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)?;
+            write_whole(&marker, calls.to_string().as_bytes())
+        }
+    }
+
+    /// Whether another live process has calls under way.
+    pub fn others_in_flight(&self) -> bool {
+        let me = std::process::id().to_string();
+        let Ok(list) = std::fs::read_dir(self.dir.join("inflight")) else {
+            return false;
+        };
+        list.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name != me && name.parse::<u32>().is_ok() && Path::new("/proc").join(&name).exists()
+        })
+    }
+
     /// A number bumped by every prune: a scanner that saw another one trusts none of
     /// the hashes it remembers until it checked their blobs are still there.
     pub fn generation(&self) -> u64 {
@@ -345,6 +383,8 @@ mod tests {
                 causes: vec![],
                 more_causes: 0,
                 running: vec![],
+                overlapped: false,
+                after_time: None,
             };
             store.put_record(&rec).unwrap();
             assert_eq!(store.record(&rec.id).unwrap(), rec);

@@ -1026,7 +1026,7 @@ impl Profile {
                 }
             }
         }
-        let checkpoints = raw.checkpoints.resolve(&resolve)?.map_err(&invalid)?;
+        let checkpoints = raw.checkpoints.resolve(resolve)?.map_err(&invalid)?;
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
             linked: crate::guard::git::linked_worktree(&workspace),

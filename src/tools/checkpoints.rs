@@ -27,7 +27,8 @@ pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), Re
 /// Takes a checkpoint before each call that may change the workspace, and records how
 /// the call left it.
 pub struct Hook {
-    pub checkpoints: Arc<Checkpoints>,
+    /// The store, or why there is none (each changing call then says so).
+    pub checkpoints: Result<Arc<Checkpoints>, String>,
     pub tasks: Arc<TaskTable>,
     /// Where `whalebox://session/checkpoints` subscribers hear of a new checkpoint.
     pub announce: tokio::sync::broadcast::Sender<&'static str>,
@@ -35,14 +36,17 @@ pub struct Hook {
 
 impl ChangeHook for Hook {
     fn before(&self, tool: &str, summary: &str) -> Result<String, String> {
-        self.checkpoints
-            .take(tool, summary)
+        let Ok(cp) = &self.checkpoints else {
+            return Err(self.checkpoints.as_ref().err().cloned().unwrap_or_default());
+        };
+        cp.take(tool, summary)
             .map_err(|e| format!("no checkpoint was taken before this call: {e}"))
     }
 
     fn after(&self, id: &str, data: &Value) {
+        let Ok(cp) = &self.checkpoints else { return };
         let task = data["task_id"].as_str().map(str::to_string);
-        if let Err(e) = self.checkpoints.finished(id, task, running(&self.tasks)) {
+        if let Err(e) = cp.finished(id, task, running(&self.tasks)) {
             tracing::warn!("checkpoint {id}: cannot record how the call left the workspace: {e}");
         }
         let _ = self.announce.send(super::board::CHECKPOINTS_URI);

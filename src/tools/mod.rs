@@ -745,9 +745,9 @@ pub fn build_session(
     }
     let env = Arc::new(Env::new(profile, session)?);
     let mut registry = Registry::new(Arc::clone(&env.limits));
-    if let Some(Ok(c)) = &env.checkpoints {
+    if let Some(c) = &env.checkpoints {
         registry.set_change_hook(Arc::new(checkpoints::Hook {
-            checkpoints: Arc::clone(c),
+            checkpoints: c.clone(),
             tasks: Arc::clone(&env.tasks),
             announce: env.board.announcer(),
         }));

@@ -71,6 +71,8 @@ impl Fixture {
         cmd.args(args)
             .current_dir(&self.ws)
             .env("HOME", &self.home)
+            // Checkpoint stores go under this fixture's HOME.
+            .env_remove("XDG_STATE_HOME")
             .env_remove("RUST_LOG")
             // A baked-in profile (a Nix wrapper, a sandbox devShell) must not leak in.
             .env_remove("WHALEBOX_PROFILE")

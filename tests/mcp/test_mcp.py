@@ -10,8 +10,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 MODES = ["legacy", "2026-07-28"]
-READ_TOOLS = {"read_file", "list_dir", "load_skill", "grep", "search_files", "shell_wait"}
-EDIT_TOOLS = {"edit", "multi_edit", "write", "shell_run", "write_stdin", "shell_cancel"}
+READ_TOOLS = {"read_file", "list_dir", "load_skill", "grep", "search_files", "shell_wait",
+              "checkpoint_list", "checkpoint_diff"}
+EDIT_TOOLS = {"edit", "multi_edit", "write", "shell_run", "write_stdin", "shell_cancel",
+              "checkpoint_restore"}
 # The agent's own state and its line to the person: (read-only, destructive).
 SESSION_TOOLS = {
     "update_plan": (False, False), "todo_add": (False, False), "todo_update": (False, False),

@@ -136,7 +136,8 @@ async def test_resource_updates_reach_subscribers_on_both_lifecycles(whalebox_bi
     profile.write_text("")
     async with profile_client(whalebox_bin, workspace, profile, "legacy", handler=handler) as c:
         listed = {str(r.uri) for r in (await c.list_resources()).resources}
-        assert listed == {"whalebox://session/plan", "whalebox://session/todos"}
+        assert listed == {"whalebox://session/plan", "whalebox://session/todos",
+                          "whalebox://session/checkpoints"}
         await c.session.subscribe_resource("whalebox://session/todos")
         await call(c, "update_plan", {"plan": [{"step": "s", "status": "pending"}]})
         await call(c, "todo_add", {"content": "seen live"})
