@@ -770,6 +770,15 @@ async fn serve(registry: Registry, env: Arc<Env>) -> ExitCode {
         tools = registry.names().len(),
         "serving MCP on stdio"
     );
+    if let Some(Ok(checkpoints)) = &env.checkpoints {
+        // The first pass reads every file; done now, the first call need not wait for it.
+        let checkpoints = Arc::clone(checkpoints);
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = checkpoints.warm() {
+                tracing::warn!("checkpoints: the first pass failed: {e}");
+            }
+        });
+    }
     let server = whalebox::mcp::Server::new(Arc::new(registry), &env);
     let served = tokio::select! {
         r = server.serve_stdio() => r.map_err(|e| e.to_string()),

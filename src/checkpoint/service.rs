@@ -219,6 +219,14 @@ impl Checkpoints {
         Ok(pass.tree)
     }
 
+    /// A pass with no checkpoint, so the scanner knows the workspace before the first
+    /// call (a server starts one at once).
+    pub fn warm(&self) -> std::io::Result<()> {
+        let _lock = self.store.lock()?;
+        let mut state = self.state();
+        self.scan(&mut state, false).map(|_| ())
+    }
+
     /// A checkpoint before a call that may change the workspace; its id.
     pub fn take(&self, tool: &str, summary: &str) -> std::io::Result<String> {
         let _lock = self.store.lock()?;
