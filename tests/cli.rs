@@ -215,7 +215,7 @@ fn profile_check_prints_the_effective_profile() {
         f.root.join("policies/default.toml").to_str().unwrap()
     );
     assert_eq!(report["output"]["max_chars"], 5000);
-    assert_eq!(report["enabled_tools"].as_array().unwrap().len(), 19);
+    assert_eq!(report["enabled_tools"].as_array().unwrap().len(), 22);
     assert_eq!(report["edit"]["write_requires_read"], true);
     assert_eq!(report["landlock"]["mode"], "best-effort");
     assert!(
@@ -267,6 +267,7 @@ fn tools_lists_enabled_tools_with_schemas() {
             "update_plan" | "todo_add" | "todo_update" => (false, false),
             "todo_remove" | "todo_clear_completed" => (false, true),
             "todo_list" | "request_user_input" => (true, false),
+            "checkpoint_restore" => (false, true),
             _ => {
                 let writes =
                     spec["group"] == "edit" || (spec["group"] == "shell" && name != "shell_wait");

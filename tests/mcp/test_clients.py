@@ -40,7 +40,7 @@ TOOLS = {
     "read_file", "list_dir", "load_skill", "grep", "search_files", "edit", "multi_edit",
     "write", "shell_run", "shell_wait", "write_stdin", "shell_cancel", "update_plan",
     "todo_add", "todo_list", "todo_update", "todo_remove", "todo_clear_completed",
-    "request_user_input",
+    "request_user_input", "checkpoint_list", "checkpoint_diff", "checkpoint_restore",
 }
 MARKER = "served from the workspace\n"
 
