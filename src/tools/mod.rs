@@ -3,7 +3,9 @@
 //!
 //! Groups: `files` (read_file, list_dir, load_skill), `search` (grep, search_files),
 //! `edit` (edit, multi_edit, write), `shell` (shell_run, shell_wait, write_stdin,
-//! shell_cancel), `plan` (update_plan), `todo` (todo_*) and `input` (request_user_input).
+//! shell_cancel), `plan` (update_plan), `todo` (todo_*), `input` (request_user_input),
+//! `checkpoints` (checkpoint_*; its hook checkpoints every call that may change the
+//! workspace), `mcp` and `web`.
 //! Each group lives in its own module; adding one is a module plus a row in [`GROUPS`].
 
 pub mod board;
