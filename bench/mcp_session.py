@@ -43,7 +43,9 @@ class Session(Rpc):
 
     def call(self, tool, args):
         """The envelope of a successful call."""
-        env = self.rpc("tools/call", {"name": tool, "arguments": args})["structuredContent"]
+        result = self.rpc("tools/call", {"name": tool, "arguments": args})
+        # The envelope rides in _meta (structuredContent only with [output] structured).
+        env = result.get("structuredContent") or result["_meta"]["whalebox/envelope"]
         assert env["ok"], env
         return env
 

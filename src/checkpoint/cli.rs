@@ -60,7 +60,7 @@ pub fn run(profile: &Profile, request: Request) -> Answer {
             dir.display()
         ));
     }
-    let cp = match super::open(profile, &format!("cli {}", std::process::id())) {
+    let cp = match super::open(profile, &format!("cli {}", std::process::id()), false) {
         Ok(c) => c,
         Err(e) => return fail(format!("the store {}: {e}", dir.display())),
     };

@@ -76,7 +76,7 @@ pub fn settings(profile: &Profile) -> Settings {
     if let Ok(rel) = dir.strip_prefix(&profile.workspace)
         && !rel.as_os_str().is_empty()
     {
-        exclude.push(rel.display().to_string());
+        exclude.push(format!("/{}", rel.display()));
     }
     Settings {
         workspace: profile.workspace.clone(),
@@ -92,9 +92,13 @@ pub fn settings(profile: &Profile) -> Settings {
     }
 }
 
-/// Open the store of `profile`'s workspace for a session.
-pub fn open(profile: &Profile, session: &str) -> std::io::Result<Checkpoints> {
-    Checkpoints::open(settings(profile), session)
+/// Open the store of `profile`'s workspace for a session; `long_lived`: a server,
+/// for which watching directories (inotify) pays off; a one-shot call or the CLI makes
+/// one pass and gains nothing from watches.
+pub fn open(profile: &Profile, session: &str, long_lived: bool) -> std::io::Result<Checkpoints> {
+    let mut settings = settings(profile);
+    settings.watch &= long_lived;
+    Checkpoints::open(settings, session)
 }
 
 #[cfg(test)]

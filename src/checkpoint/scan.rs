@@ -46,8 +46,8 @@ struct Index {
 /// What to scan and what to leave out.
 #[derive(Debug, Clone)]
 pub struct ScanRules {
-    /// A name without `/`: a directory not entered at any depth (`.git`, `target`);
-    /// with `/`: a path from the root (`build/cache`).
+    /// A name without `/`: a directory not entered at any depth (`.git`,
+    /// `node_modules`); with `/`: a path from the root (`build/cache`, `/target`).
     pub exclude: Vec<String>,
     pub max_file_bytes: u64,
     /// The most one pass may read: a workspace with more new content than the store
@@ -61,10 +61,11 @@ impl ScanRules {
             || is_write_in_progress(name)
             || self.exclude.iter().any(|x| {
                 let x = x.trim_end_matches('/');
-                if x.contains('/') {
-                    x == path
-                } else {
-                    x == name
+                match x.strip_prefix('/') {
+                    // `/target`: that path from the top only.
+                    Some(top) => top == path,
+                    None if x.contains('/') => x == path,
+                    None => x == name,
                 }
             })
     }
@@ -132,7 +133,17 @@ impl Scanner {
         };
         let bytes = serde_json::to_vec(&index).map_err(std::io::Error::other)?;
         let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(&tmp, bytes)?;
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?
+                .write_all(&bytes)?;
+        }
         std::fs::rename(&tmp, path)
     }
 
@@ -232,7 +243,8 @@ impl Scanner {
                 mode,
                 kind: Kind::Skipped { why },
             };
-            let meta = match item.path().symlink_metadata() {
+            // Relative to the directory (fstatat), not a lookup of the whole path.
+            let meta = match item.metadata() {
                 Ok(m) => m,
                 // Gone between the listing and the stat: not there.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -482,6 +494,34 @@ mod tests {
             }
         );
         assert_eq!(got.read, 2);
+    }
+
+    #[test]
+    fn a_slash_anchors_an_exclusion_at_the_top() {
+        let (_d, ws, store) = tree();
+        std::fs::create_dir_all(ws.join("target/debug")).unwrap();
+        std::fs::create_dir_all(ws.join("drivers/target")).unwrap();
+        std::fs::write(ws.join("drivers/target/core.c"), "int x;\n").unwrap();
+        std::fs::write(ws.join(".a.txt.123-4.tmp"), "half").unwrap();
+        let rules = ScanRules {
+            exclude: vec!["/target".into(), ".git".into(), "node_modules".into()],
+            ..rules()
+        };
+        let got = Scanner::new(&ws, rules, false).scan(&store, false).unwrap();
+        let paths: Vec<String> = flatten(&store, &got.tree, "")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.path)
+            .collect();
+        assert!(
+            paths.contains(&"drivers/target/core.c".to_string()),
+            "{paths:?}"
+        );
+        assert!(!paths.iter().any(|p| p.starts_with("target")), "{paths:?}");
+        assert!(
+            !paths.iter().any(|p| p.ends_with(".tmp")),
+            "a write in progress: {paths:?}"
+        );
     }
 
     #[test]

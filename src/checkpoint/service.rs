@@ -14,11 +14,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::restore::{self, Failure, Plan};
 use super::scan::{ScanRules, Scanner};
-use super::store::{Cause, Journal, Record, Store};
+use super::store::{Cause, Event, InFlight, Journal, Record, Store};
 use super::tree::{Change, Difference, diff};
-
-/// Calls kept in one record's `causes` (the rest are counted).
-const MAX_CAUSES: usize = 20;
 
 /// Where and what to keep.
 #[derive(Debug, Clone)]
@@ -60,8 +57,10 @@ struct State {
     since_prune: usize,
     /// When the scanner's index was last saved.
     index_saved: Option<std::time::Instant>,
-    /// This session's calls between `take` and `finished`.
+    /// This session's calls between `take` and `finished`, and its mark in the store
+    /// while there are any.
     in_flight: usize,
+    mark: InFlight,
 }
 
 /// One checkpoint as `checkpoint_list` shows it.
@@ -149,12 +148,16 @@ impl Checkpoints {
     /// Open the workspace's store (made if missing), finishing a restore a crash left.
     pub fn open(settings: Settings, session: &str) -> std::io::Result<Checkpoints> {
         let store = Store::open(&settings.dir)?;
-        let _ = std::fs::write(
-            settings.dir.join("workspace"),
-            settings.workspace.display().to_string(),
-        );
+        let named = settings.dir.join("workspace");
+        if !named.exists() {
+            let _ = crate::mutation::write_private(
+                &named,
+                settings.workspace.display().to_string().as_bytes(),
+            );
+        }
         let mut scanner = Scanner::new(&settings.workspace, settings.rules.clone(), settings.watch);
         let generation = store.generation();
+        let mark = store.in_flight_mark();
         scanner.load_index(&store.dir().join("index.json"), generation);
         let cp = Checkpoints {
             settings,
@@ -167,6 +170,7 @@ impl Checkpoints {
                 since_prune: 0,
                 index_saved: None,
                 in_flight: 0,
+                mark,
             }),
         };
         {
@@ -234,7 +238,7 @@ impl Checkpoints {
         self.finish_journal(&mut state)?;
         let tree = self.scan(&mut state, false)?;
         state.in_flight += 1;
-        let _ = self.store.set_in_flight(state.in_flight);
+        state.mark.set(true);
         let cause = Cause {
             tool: tool.to_string(),
             summary: summary.to_string(),
@@ -242,7 +246,7 @@ impl Checkpoints {
             time: now(),
         };
         if let Some(last) = state.last.clone()
-            && let Ok(mut rec) = self.store.record(&last)
+            && let Ok(rec) = self.store.record(&last)
             && rec.tree == tree
             && rec.after.as_deref() == Some(tree.as_str())
             && rec.running.is_empty()
@@ -250,13 +254,7 @@ impl Checkpoints {
             && state.in_flight == 1
         {
             // Nothing changed since, nor by the calls it holds: one more call on it.
-            if rec.causes.len() < MAX_CAUSES {
-                rec.causes.push(cause);
-            } else {
-                rec.more_causes += 1;
-            }
-            rec.after = None;
-            self.store.put_record(&rec)?;
+            self.store.append(&rec.id, &Event::Call(cause))?;
             return Ok(rec.id);
         }
         let rec = Record {
@@ -294,17 +292,20 @@ impl Checkpoints {
         let mut state = self.state();
         let overlapped = state.in_flight > 1 || self.store.others_in_flight();
         state.in_flight = state.in_flight.saturating_sub(1);
-        let _ = self.store.set_in_flight(state.in_flight);
-        let tree = self.scan(&mut state, false)?;
-        let mut rec = self.store.record(id)?;
-        rec.after = Some(tree);
-        rec.running = running;
-        rec.overlapped = overlapped;
-        rec.after_time = Some(now());
-        if let (Some(task), Some(last)) = (task, rec.causes.last_mut()) {
-            last.task = Some(task);
+        if state.in_flight == 0 {
+            state.mark.set(false);
         }
-        self.store.put_record(&rec)
+        let tree = self.scan(&mut state, false)?;
+        self.store.append(
+            id,
+            &Event::Returned {
+                tree,
+                time: now(),
+                task,
+                running,
+                overlapped,
+            },
+        )
     }
 
     /// The checkpoints, newest first (at most `limit`); `now`: the newest one's
@@ -452,10 +453,16 @@ impl Checkpoints {
         }
         self.store.clear_journal()?;
         let after = self.scan(&mut state, true)?;
-        let mut before = before;
-        before.after = Some(after);
-        before.after_time = Some(now_secs());
-        self.store.put_record(&before)?;
+        self.store.append(
+            &before.id,
+            &Event::Returned {
+                tree: after,
+                time: now_secs(),
+                task: None,
+                running: Vec::new(),
+                overlapped: false,
+            },
+        )?;
         Ok(report)
     }
 

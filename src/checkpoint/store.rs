@@ -2,7 +2,10 @@
 //! a lock, and the journal of an unfinished restore, in one private (0700) directory.
 //!
 //! Every write goes to a temporary file in the same directory and is renamed into place,
-//! so a killed process leaves either the old state or the new one. Blobs are not synced
+//! so a killed process leaves either the old state or the new one. What happens to a
+//! record afterwards (one more call on it, the tree its call left) is appended to its log
+//! (`records/N.log`, one JSON line each, a torn last line ignored): a call that changed
+//! nothing costs two short appends, not two files. Blobs are not synced
 //! one by one (a hundred changed files would cost a hundred disk flushes per call); a
 //! blob a power loss truncated is caught by its hash when read, and reported.
 
@@ -61,6 +64,59 @@ pub struct Record {
     pub after_time: Option<f64>,
 }
 
+/// What happened to a record after it was written.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    /// One more call on the record (its calls changed nothing so far).
+    Call(Cause),
+    /// The record's last call returned.
+    Returned {
+        tree: String,
+        time: f64,
+        #[serde(default)]
+        task: Option<String>,
+        #[serde(default)]
+        running: Vec<String>,
+        #[serde(default)]
+        overlapped: bool,
+    },
+}
+
+/// Calls kept in one record's `causes` (the rest are counted).
+pub const MAX_CAUSES: usize = 20;
+
+impl Record {
+    fn apply(&mut self, event: Event) {
+        match event {
+            Event::Call(cause) => {
+                if self.causes.len() < MAX_CAUSES {
+                    self.causes.push(cause);
+                } else {
+                    self.more_causes += 1;
+                }
+                self.after = None;
+                self.after_time = None;
+            }
+            Event::Returned {
+                tree,
+                time,
+                task,
+                running,
+                overlapped,
+            } => {
+                self.after = Some(tree);
+                self.after_time = Some(time);
+                self.running = running;
+                self.overlapped = overlapped;
+                if let (Some(task), Some(last)) = (task, self.causes.last_mut()) {
+                    last.task = Some(task);
+                }
+            }
+        }
+    }
+}
+
 /// A restore under way: replayed to the end on the store's next use after a crash.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Journal {
@@ -76,6 +132,13 @@ pub struct Journal {
 /// The store's exclusive lock, held while a checkpoint is taken, a restore runs or the
 /// store is pruned (several sessions may share one workspace's store).
 pub struct Lock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
+
+/// This process's mark in the store while it has calls under way: a file locked for as
+/// long as a call runs (a lock dies with its process, so a crash leaves no false mark).
+pub struct InFlight {
+    file: Option<std::fs::File>,
+    held: Option<nix::fcntl::Flock<std::fs::File>>,
+}
 
 impl Store {
     /// The store in `dir`, made (0700) if missing.
@@ -184,12 +247,44 @@ impl Store {
         std::fs::remove_file(self.blob_path(hash))
     }
 
+    /// Write a record whole (its log, if any, is dropped: the record holds it all).
     pub fn put_record(&self, record: &Record) -> std::io::Result<()> {
         let text = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
-        write_whole(&self.record_path(&record.id)?, &text)
+        let path = self.record_path(&record.id)?;
+        write_whole(&path, &text)?;
+        match std::fs::remove_file(path.with_extension("log")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Append `event` to the record's log, in one write.
+    pub fn append(&self, id: &str, event: &Event) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut line = serde_json::to_vec(event).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(self.record_path(id)?.with_extension("log"))?
+            .write_all(&line)
     }
 
     pub fn record(&self, id: &str) -> std::io::Result<Record> {
+        let mut record = self.record_base(id)?;
+        if let Ok(log) = std::fs::read(self.record_path(id)?.with_extension("log")) {
+            // Only whole lines: a process killed while appending leaves a torn last one.
+            for line in log.split(|b| *b == b'\n') {
+                if let Ok(event) = serde_json::from_slice::<Event>(line) {
+                    record.apply(event);
+                }
+            }
+        }
+        Ok(record)
+    }
+
+    fn record_base(&self, id: &str) -> std::io::Result<Record> {
         let text = std::fs::read(self.record_path(id)?).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 std::io::Error::new(std::io::ErrorKind::NotFound, format!("no checkpoint {id}"))
@@ -202,7 +297,9 @@ impl Store {
     }
 
     pub fn remove_record(&self, id: &str) -> std::io::Result<()> {
-        std::fs::remove_file(self.record_path(id)?)
+        let path = self.record_path(id)?;
+        let _ = std::fs::remove_file(path.with_extension("log"));
+        std::fs::remove_file(path)
     }
 
     /// The ids of the checkpoints kept, oldest first.
@@ -265,34 +362,46 @@ impl Store {
         }
     }
 
-    /// Mark this process as having `calls` calls under way (0: none), so other
-    /// sessions know changes may be under way that are not from outside.
-    pub fn set_in_flight(&self, calls: usize) -> std::io::Result<()> {
+    /// This process's in-flight mark (`inflight/PID`), made now; marks that dead
+    /// processes left are removed.
+    pub fn in_flight_mark(&self) -> InFlight {
         let dir = self.dir.join("inflight");
-        let marker = dir.join(std::process::id().to_string());
-        if calls == 0 {
-            match std::fs::remove_file(marker) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir);
+        if let Ok(list) = std::fs::read_dir(&dir) {
+            for e in list.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.parse::<u32>().is_ok() && !Path::new("/proc").join(&name).exists() {
+                    let _ = std::fs::remove_file(e.path());
+                }
             }
-        } else {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&dir)?;
-            write_whole(&marker, calls.to_string().as_bytes())
         }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(dir.join(std::process::id().to_string()))
+            .ok();
+        InFlight { file, held: None }
     }
 
-    /// Whether another live process has calls under way.
+    /// Whether another process has calls under way (its mark is locked).
     pub fn others_in_flight(&self) -> bool {
         let me = std::process::id().to_string();
         let Ok(list) = std::fs::read_dir(self.dir.join("inflight")) else {
             return false;
         };
         list.flatten().any(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name != me && name.parse::<u32>().is_ok() && Path::new("/proc").join(&name).exists()
+            if e.file_name().to_string_lossy() == me.as_str() {
+                return false;
+            }
+            let Ok(file) = std::fs::File::open(e.path()) else {
+                return false;
+            };
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_err()
         })
     }
 
@@ -309,6 +418,25 @@ impl Store {
         let next = self.generation() + 1;
         write_whole(&self.dir.join("generation"), next.to_string().as_bytes())?;
         Ok(next)
+    }
+}
+
+impl InFlight {
+    /// Mark (`true`) or unmark this process as having calls under way.
+    pub fn set(&mut self, busy: bool) {
+        if busy && self.held.is_none() {
+            if let Some(file) = self.file.take() {
+                match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                    Ok(held) => self.held = Some(held),
+                    Err((file, _)) => self.file = Some(file),
+                }
+            }
+        } else if !busy && let Some(held) = self.held.take() {
+            match held.unlock() {
+                Ok(file) => self.file = Some(file),
+                Err((held, _)) => self.held = Some(held),
+            }
+        }
     }
 }
 
@@ -366,6 +494,54 @@ mod tests {
         let err = store.blob(&h).unwrap_err();
         assert!(err.to_string().contains("lost blob"), "{err}");
         assert!(store.blob("../../etc/passwd").is_err());
+    }
+
+    #[test]
+    fn a_record_s_log_is_applied_in_order_and_a_torn_last_line_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let cause = |s: &str| Cause {
+            tool: "shell_run".into(),
+            summary: s.into(),
+            task: None,
+            time: 1.0,
+        };
+        let rec = Record {
+            id: "1".into(),
+            time: 1.0,
+            session: "s".into(),
+            tree: "t".into(),
+            after: None,
+            causes: vec![cause("first")],
+            more_causes: 0,
+            running: vec![],
+            overlapped: false,
+            after_time: None,
+        };
+        store.put_record(&rec).unwrap();
+        let returned = |tree: &str| Event::Returned {
+            tree: tree.into(),
+            time: 2.0,
+            task: Some("t9".into()),
+            running: vec![],
+            overlapped: false,
+        };
+        store.append("1", &returned("t")).unwrap();
+        store.append("1", &Event::Call(cause("second"))).unwrap();
+        assert_eq!(store.record("1").unwrap().after, None, "a call under way");
+        store.append("1", &returned("u")).unwrap();
+        // A process killed while appending leaves half a line.
+        let log = dir.path().join("records/0000000001.log");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        std::io::Write::write_all(&mut f, b"{\"call\":{\"tool\":").unwrap();
+        let got = store.record("1").unwrap();
+        assert_eq!(got.causes.len(), 2);
+        assert_eq!(got.after.as_deref(), Some("u"));
+        assert_eq!(got.causes[1].task.as_deref(), Some("t9"));
+        // Written whole again, the record holds it all and the log goes.
+        store.put_record(&got).unwrap();
+        assert!(!log.exists());
+        assert_eq!(store.record("1").unwrap(), got);
     }
 
     #[test]

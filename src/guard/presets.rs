@@ -499,21 +499,22 @@ impl Preset {
 
 impl Preset {
     /// Directories this toolchain makes inside a workspace, rebuilt from the sources by
-    /// the tool itself: checkpoints leave them out by default.
+    /// the tool itself: checkpoints leave them out by default (`/name`: at the top only,
+    /// so the Linux tree's `drivers/target` is kept; a bare name: at any depth).
     pub fn workspace_caches(self) -> &'static [&'static str] {
         match self {
-            Preset::Rust => &["target"],
+            Preset::Rust => &["/target"],
             Preset::Node => &["node_modules"],
             Preset::Python => &[
-                ".venv",
+                "/.venv",
                 "__pycache__",
                 ".pytest_cache",
                 ".mypy_cache",
                 ".ruff_cache",
-                ".tox",
+                "/.tox",
             ],
             Preset::Go => &[],
-            Preset::Nix => &[".direnv"],
+            Preset::Nix => &["/.direnv"],
         }
     }
 

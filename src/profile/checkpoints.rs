@@ -18,9 +18,9 @@ pub(super) struct CheckpointsFile {
     /// The store (absolute, `~/…`, or relative to the profile); default:
     /// `$XDG_STATE_HOME/whalebox/checkpoints/<workspace name>-<hash of its path>`.
     dir: Option<String>,
-    /// Directories never kept: a name (at any depth) or a path from the workspace's top
-    /// (`build/cache`). Default: `.git` and the toolchains' rebuildable directories
-    /// (`target`, `node_modules`, `.venv`, `__pycache__` …).
+    /// Directories never kept: a name (at any depth), or a path from the workspace's top
+    /// (`build/cache`, `/target`). Default: `.git` and the toolchains' rebuildable
+    /// directories (`/target`, `node_modules`, `/.venv`, `__pycache__` …).
     exclude: Option<Vec<String>>,
     /// Files larger than this are not kept (listed as skipped).
     max_file_bytes: u64,
@@ -94,10 +94,10 @@ impl CheckpointsFile {
             )));
         }
         let exclude = self.exclude.unwrap_or_else(default_exclude);
-        if let Some(bad) = exclude
-            .iter()
-            .find(|x| x.is_empty() || x.starts_with('/') || x.split('/').any(|c| c == ".."))
-        {
+        if let Some(bad) = exclude.iter().find(|x| {
+            let x = x.strip_prefix('/').unwrap_or(x);
+            x.is_empty() || x.starts_with('/') || x.split('/').any(|c| c == "..")
+        }) {
             return Ok(Err(format!(
                 "checkpoints.exclude: `{bad}` is not a name or a path inside the workspace"
             )));

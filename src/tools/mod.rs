@@ -257,7 +257,7 @@ impl Env {
             Session::OneShot => format!("call {}", std::process::id()),
         };
         Some(
-            crate::checkpoint::open(&self.profile, &session)
+            crate::checkpoint::open(&self.profile, &session, self.session == Session::Server)
                 .map(Arc::new)
                 .map_err(|e| {
                     let dir = crate::checkpoint::store_dir(&self.profile);
