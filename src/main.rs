@@ -391,7 +391,7 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         Some(Ok(c)) => json!({
             "on": true,
             "store": c.store().dir(),
-            "changes_found_by": c.method(),
+            "changes_found_by": whalebox::checkpoint::server_method(&env.profile),
             "checkpoints": c.store().record_ids().map(|i| i.len()).unwrap_or(0),
             "exclude": env.profile.checkpoints.exclude,
         }),
@@ -437,7 +437,7 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
             "checkpoints: {} in {} (private, 0700, reached by the server only); changes found by {}",
             c.store().record_ids().map(|i| i.len()).unwrap_or(0),
             c.store().dir().display(),
-            c.method()
+            whalebox::checkpoint::server_method(&env.profile)
         ),
         Some(Err(why)) => println!("checkpoints: cannot be kept: {why}"),
     }

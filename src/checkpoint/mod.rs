@@ -92,6 +92,17 @@ pub fn settings(profile: &Profile) -> Settings {
     }
 }
 
+/// How a server finds what changed before each call (for `whalebox doctor`).
+pub fn server_method(profile: &Profile) -> String {
+    if !profile.checkpoints.inotify {
+        return "a stat pass of every path before and after each call ([checkpoints] inotify = false)".into();
+    }
+    match watch::Watch::new() {
+        Ok(_) => "inotify in a server (a stat pass per `whalebox call` and CLI command, which live for one pass)".into(),
+        Err(why) => format!("a stat pass of every path before and after each call (no inotify here: {why})"),
+    }
+}
+
 /// Open the store of `profile`'s workspace for a session; `long_lived`: a server,
 /// for which watching directories (inotify) pays off; a one-shot call or the CLI makes
 /// one pass and gains nothing from watches.

@@ -115,14 +115,6 @@ impl Scanner {
         }
     }
 
-    /// How changes are found: "inotify (N directories)" or "a stat pass (why)".
-    pub fn method(&self) -> String {
-        match &self.watch {
-            Ok(w) => format!("inotify ({} directories watched)", w.len()),
-            Err(why) => format!("a stat pass of every directory (no inotify: {why})"),
-        }
-    }
-
     /// The file stamps, kept in `path` so the next process (a `whalebox call`, the CLI, a
     /// restarted server) need not read every file again, as git's index does.
     pub fn save_index(&self, path: &Path, generation: u64) -> std::io::Result<()> {

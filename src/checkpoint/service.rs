@@ -193,11 +193,6 @@ impl Checkpoints {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// How changes are found (for `whalebox doctor`).
-    pub fn method(&self) -> String {
-        self.state().scanner.method()
-    }
-
     /// Scan (with the store's lock held), trusting the scanner's memory only while no
     /// other session pruned the store.
     fn scan(&self, state: &mut State, full: bool) -> std::io::Result<String> {
