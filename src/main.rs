@@ -386,16 +386,25 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         Ok(None) => json!({"mode": net.mode}),
         Err(why) => json!({"mode": net.mode, "error": why}),
     };
+    // Read, never made: the doctor writes nothing.
+    let kept = |dir: &std::path::Path| {
+        std::fs::read_dir(dir.join("records"))
+            .map(|l| {
+                l.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
     let checkpoints = match &env.checkpoints {
         None => json!({"on": false}),
-        Some(Ok(c)) => json!({
+        Some(c) => json!({
             "on": true,
-            "store": c.store().dir(),
+            "store": c.dir(),
             "changes_found_by": whalebox::checkpoint::server_method(&env.profile),
-            "checkpoints": c.store().record_ids().map(|i| i.len()).unwrap_or(0),
+            "checkpoints": kept(c.dir()),
             "exclude": env.profile.checkpoints.exclude,
         }),
-        Some(Err(why)) => json!({"on": false, "error": why}),
     };
     let report = json!({
         "checkpoints": checkpoints,
@@ -433,13 +442,12 @@ fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
     println!("tmpdir:     {} (private, 0700)", env.private.tmp.display());
     match &env.checkpoints {
         None => println!("checkpoints: off"),
-        Some(Ok(c)) => println!(
+        Some(c) => println!(
             "checkpoints: {} in {} (private, 0700, reached by the server only); changes found by {}",
-            c.store().record_ids().map(|i| i.len()).unwrap_or(0),
-            c.store().dir().display(),
+            kept(c.dir()),
+            c.dir().display(),
             whalebox::checkpoint::server_method(&env.profile)
         ),
-        Some(Err(why)) => println!("checkpoints: cannot be kept: {why}"),
     }
     if let Some(linked) = &env.profile.git.linked {
         let root = linked.read_root().display();
@@ -770,9 +778,8 @@ async fn serve(registry: Registry, env: Arc<Env>) -> ExitCode {
         tools = registry.names().len(),
         "serving MCP on stdio"
     );
-    if let Some(Ok(checkpoints)) = &env.checkpoints {
+    if let Some(Ok(checkpoints)) = env.checkpoints.as_ref().map(|s| s.get()) {
         // The first pass reads every file; done now, the first call need not wait for it.
-        let checkpoints = Arc::clone(checkpoints);
         tokio::task::spawn_blocking(move || {
             if let Err(e) = checkpoints.warm() {
                 tracing::warn!("checkpoints: the first pass failed: {e}");

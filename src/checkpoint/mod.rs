@@ -92,6 +92,56 @@ pub fn settings(profile: &Profile) -> Settings {
     }
 }
 
+/// A session's checkpoints, opened (and the store made) on first use, or when the
+/// server enters its sandbox: `whalebox doctor`, `tools` and `profile check` build the
+/// same session and must write nothing.
+pub struct Slot {
+    settings: Settings,
+    session: String,
+    opened: std::sync::OnceLock<Result<std::sync::Arc<Checkpoints>, String>>,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot")
+            .field("dir", &self.settings.dir)
+            .finish()
+    }
+}
+
+impl Slot {
+    /// `long_lived`: a server (see [`open`]).
+    pub fn new(profile: &Profile, session: &str, long_lived: bool) -> Slot {
+        let mut settings = settings(profile);
+        settings.watch &= long_lived;
+        Slot {
+            settings,
+            session: session.to_string(),
+            opened: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The store's directory (made when first opened).
+    pub fn dir(&self) -> &Path {
+        &self.settings.dir
+    }
+
+    /// The checkpoints, or why the store cannot be opened.
+    pub fn get(&self) -> Result<std::sync::Arc<Checkpoints>, String> {
+        self.opened
+            .get_or_init(|| {
+                Checkpoints::open(self.settings.clone(), &self.session)
+                    .map(std::sync::Arc::new)
+                    .map_err(|e| {
+                        let why = format!("the store {}: {e}", self.settings.dir.display());
+                        tracing::warn!("checkpoints are off: {why}");
+                        why
+                    })
+            })
+            .clone()
+    }
+}
+
 /// How a server finds what changed before each call (for `whalebox doctor`).
 pub fn server_method(profile: &Profile) -> String {
     if !profile.checkpoints.inotify {

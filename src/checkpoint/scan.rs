@@ -297,44 +297,60 @@ impl Scanner {
                     ));
                     continue;
                 }
-                let stamp_now = |hash: String| Stamp {
-                    size: meta.len(),
-                    mtime_ns: i128::from(meta.mtime()) * 1_000_000_000
-                        + i128::from(meta.mtime_nsec()),
-                    ino: meta.ino(),
-                    mode,
-                    hash,
-                };
+                let mtime_ns =
+                    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+                // Compared field by field: this runs for every file of every pass.
                 let cached = self.files.get(&path).filter(|s| {
-                    **s == stamp_now(s.hash.clone()) && s.mtime_ns < started_ns - 1_000_000_000
+                    s.size == meta.len()
+                        && s.mtime_ns == mtime_ns
+                        && s.ino == meta.ino()
+                        && s.mode == mode
+                        && s.mtime_ns < started_ns - 1_000_000_000
                 });
-                let hash = match cached {
-                    Some(s) => s.hash.clone(),
-                    None => match std::fs::read(item.path()) {
-                        Ok(bytes) => {
-                            out.read += 1;
-                            out.bytes += bytes.len() as u64;
-                            if out.bytes > self.rules.max_pass_bytes {
-                                return Err(std::io::Error::new(
-                                    std::io::ErrorKind::FileTooLarge,
-                                    format!(
-                                        "the workspace has more than {} bytes to keep \
+                if let Some(s) = cached {
+                    entries.push(TreeEntry {
+                        name,
+                        mode,
+                        kind: Kind::File {
+                            size: meta.len(),
+                            hash: s.hash.clone(),
+                        },
+                    });
+                    continue;
+                }
+                let hash = match std::fs::read(item.path()) {
+                    Ok(bytes) => {
+                        out.read += 1;
+                        out.bytes += bytes.len() as u64;
+                        if out.bytes > self.rules.max_pass_bytes {
+                            return Err(std::io::Error::new(
+                                std::io::ErrorKind::FileTooLarge,
+                                format!(
+                                    "the workspace has more than {} bytes to keep \
                                          ([checkpoints] max_total_bytes); exclude its large \
                                          directories in [checkpoints] exclude",
-                                        self.rules.max_pass_bytes
-                                    ),
-                                ));
-                            }
-                            store.put_blob(&bytes)?
+                                    self.rules.max_pass_bytes
+                                ),
+                            ));
                         }
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                        Err(e) => {
-                            entries.push(skipped(format!("cannot read: {e}"), mode));
-                            continue;
-                        }
-                    },
+                        store.put_blob(&bytes)?
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        entries.push(skipped(format!("cannot read: {e}"), mode));
+                        continue;
+                    }
                 };
-                self.files.insert(path, stamp_now(hash.clone()));
+                self.files.insert(
+                    path,
+                    Stamp {
+                        size: meta.len(),
+                        mtime_ns,
+                        ino: meta.ino(),
+                        mode,
+                        hash: hash.clone(),
+                    },
+                );
                 entries.push(TreeEntry {
                     name,
                     mode,

@@ -41,7 +41,13 @@ impl Resources {
         if on("todo") {
             uris.push(TODOS_URI);
         }
-        if on("checkpoints") && matches!(self.env.checkpoints, Some(Ok(_))) {
+        if on("checkpoints")
+            && self
+                .env
+                .checkpoints
+                .as_ref()
+                .is_some_and(|s| s.get().is_ok())
+        {
             uris.push(CHECKPOINTS_URI);
         }
         uris
@@ -87,7 +93,7 @@ impl Resources {
             ));
         }
         let body = if uri == CHECKPOINTS_URI {
-            let Some(Ok(c)) = &self.env.checkpoints else {
+            let Some(Ok(c)) = self.env.checkpoints.as_ref().map(|s| s.get()) else {
                 return Err(McpError::resource_not_found("checkpoints are off", None));
             };
             let list = c

@@ -27,8 +27,8 @@ pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), Re
 /// Takes a checkpoint before each call that may change the workspace, and records how
 /// the call left it.
 pub struct Hook {
-    /// The store, or why there is none (each changing call then says so).
-    pub checkpoints: Result<Arc<Checkpoints>, String>,
+    /// The store (each changing call says why when there is none).
+    pub checkpoints: Arc<crate::checkpoint::Slot>,
     pub tasks: Arc<TaskTable>,
     /// Where `whalebox://session/checkpoints` subscribers hear of a new checkpoint.
     pub announce: tokio::sync::broadcast::Sender<&'static str>,
@@ -36,15 +36,16 @@ pub struct Hook {
 
 impl ChangeHook for Hook {
     fn before(&self, tool: &str, summary: &str) -> Result<String, String> {
-        let Ok(cp) = &self.checkpoints else {
-            return Err(self.checkpoints.as_ref().err().cloned().unwrap_or_default());
-        };
-        cp.take(tool, summary)
+        self.checkpoints
+            .get()?
+            .take(tool, summary)
             .map_err(|e| format!("no checkpoint was taken before this call: {e}"))
     }
 
     fn after(&self, id: &str, data: &Value) {
-        let Ok(cp) = &self.checkpoints else { return };
+        let Ok(cp) = self.checkpoints.get() else {
+            return;
+        };
         let task = data["task_id"].as_str().map(str::to_string);
         if let Err(e) = cp.finished(id, task, running(&self.tasks)) {
             tracing::warn!("checkpoint {id}: cannot record how the call left the workspace: {e}");
@@ -65,8 +66,8 @@ fn running(tasks: &TaskTable) -> Vec<String> {
 }
 
 fn store(env: &Env) -> Result<Arc<Checkpoints>, ToolError> {
-    match &env.checkpoints {
-        Some(Ok(c)) => Ok(Arc::clone(c)),
+    match env.checkpoints.as_ref().map(|s| s.get()) {
+        Some(Ok(c)) => Ok(c),
         Some(Err(why)) => Err(ToolError::new(
             Code::Unsupported,
             format!("checkpoints are not available in this session: {why}"),

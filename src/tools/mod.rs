@@ -83,9 +83,9 @@ pub struct Env {
     sandbox_status: std::sync::OnceLock<Status>,
     /// The network fence (`[network]`), made with the first task.
     network: std::sync::OnceLock<Result<Option<Arc<NetworkFence>>, String>>,
-    /// The workspace's checkpoints (None: `[checkpoints] mode = "off"`, or no group
-    /// that changes the workspace; Err: the store cannot be opened, and why).
-    pub checkpoints: Option<Result<Arc<crate::checkpoint::Checkpoints>, String>>,
+    /// The workspace's checkpoints, opened on first use (None: `[checkpoints] mode =
+    /// "off"`, or no group that changes the workspace).
+    pub checkpoints: Option<Arc<crate::checkpoint::Slot>>,
 }
 
 /// The shell a command gets with respect to the exec boundary.
@@ -235,13 +235,13 @@ impl Env {
             network: std::sync::OnceLock::new(),
             checkpoints: None,
         };
-        env.checkpoints = env.open_checkpoints();
+        env.checkpoints = env.checkpoint_slot();
         env.sandbox = env.build_sandbox()?;
         Ok(env)
     }
 
-    /// The checkpoint store, opened (and made) before the server enters its sandbox.
-    fn open_checkpoints(&self) -> Option<Result<Arc<crate::checkpoint::Checkpoints>, String>> {
+    /// The checkpoints' slot (nothing is opened or made yet).
+    fn checkpoint_slot(&self) -> Option<Arc<crate::checkpoint::Slot>> {
         let changing = ["edit", "shell", "mcp", "checkpoints"];
         if !self.profile.checkpoints.on
             || !self
@@ -256,15 +256,11 @@ impl Env {
             Session::Server => format!("serve {}", std::process::id()),
             Session::OneShot => format!("call {}", std::process::id()),
         };
-        Some(
-            crate::checkpoint::open(&self.profile, &session, self.session == Session::Server)
-                .map(Arc::new)
-                .map_err(|e| {
-                    let dir = crate::checkpoint::store_dir(&self.profile);
-                    tracing::warn!("checkpoints are off: the store {}: {e}", dir.display());
-                    format!("the store {}: {e}", dir.display())
-                }),
-        )
+        Some(Arc::new(crate::checkpoint::Slot::new(
+            &self.profile,
+            &session,
+            self.session == Session::Server,
+        )))
     }
 
     fn shell_on(&self) -> bool {
@@ -285,9 +281,10 @@ impl Env {
         if let Ok(exe) = std::env::current_exe() {
             extras.programs.push(exe);
         }
-        if let Some(Ok(c)) = &self.checkpoints {
-            // The server keeps checkpoints there; its commands never see the store.
-            extras.server_private.push(c.store().dir().to_path_buf());
+        if let Some(c) = &self.checkpoints {
+            // The server keeps checkpoints there (made when it enters the sandbox); its
+            // commands never see the store.
+            extras.server_private.push(c.dir().to_path_buf());
         }
         if self.shell_on()
             && let Some(plain) =
@@ -366,6 +363,11 @@ impl Env {
     /// any other thread starts (the async runtime included): Landlock restricts the
     /// calling thread and what it starts afterwards.
     pub fn enter_sandbox(&self) -> Result<&Status, String> {
+        if let Some(c) = &self.checkpoints {
+            // The store must be there before the server's layer names it; a store that
+            // cannot be made is said in each call's `checkpoint_missing`.
+            let _ = c.get();
+        }
         let status = match &self.sandbox {
             Some(s) => {
                 for warning in s.create_files()? {
