@@ -29,6 +29,7 @@ rustPlatform.buildRustPackage {
         (lib.fileset.unions [
           ../Cargo.toml
           ../Cargo.lock
+          ../crates
           ../src
           ../tests
           ../bench
@@ -71,6 +72,8 @@ rustPlatform.buildRustPackage {
   # The tests build in the debug profile: in release every test binary is linked with
   # thin LTO, which took 9 minutes of a 2-core CI machine against 3 for a debug build.
   checkType = "debug";
+  # The library crates' own tests too (crates/: whalebox-text, whalebox-edit).
+  cargoTestFlags = [ "--workspace" ];
   # Every test runs here too: they find programs on PATH (not at FHS paths the build
   # sandbox lacks) and the gated zsh through WHALEBOX_ZSH; Landlock tests skip, saying
   # so, on a builder whose kernel has no Landlock.

@@ -16,7 +16,7 @@
 pub mod boundary;
 pub mod checkpoint;
 pub mod core;
-pub mod edit;
+pub use whalebox_edit as edit;
 pub mod guard;
 pub mod mcp;
 pub mod mutation;
@@ -25,7 +25,7 @@ pub mod policy;
 pub mod profile;
 pub mod runner;
 pub mod shell;
-pub mod text;
+pub use whalebox_text as text;
 pub mod tools;
 pub mod upstream;
 pub mod web;

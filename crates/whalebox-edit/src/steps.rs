@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use super::pieces::Pieces;
 use super::{Failure, Found, Level, MAX_REPORTED, Tag, check_request, choose, find, find_inexact};
-use crate::text::diff::Change;
+use whalebox_text::diff::Change;
 
 /// One step: `search` and `replace` already LF-normalized.
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::text::diff::Change;
+use whalebox_text::diff::Change;
 
 /// Where a piece's bytes live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

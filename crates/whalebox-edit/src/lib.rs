@@ -26,7 +26,7 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use crate::text::diff::Change;
+use whalebox_text::diff::Change;
 
 /// How the search text was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
