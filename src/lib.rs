@@ -21,7 +21,7 @@ pub mod guard;
 pub mod mcp;
 pub mod mutation;
 pub mod net;
-pub mod policy;
+pub use whalebox_policy as policy;
 pub mod profile;
 pub mod runner;
 pub mod shell;

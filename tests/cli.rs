@@ -379,7 +379,7 @@ fn schemas_accept_the_shipped_files_and_reject_typos() {
     let policy = schema("policy");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut profiles = vec![root.join("src/profile/default.toml")];
-    let mut policies = vec![root.join("src/policy/default.toml")];
+    let mut policies = vec![root.join("crates/whalebox-policy/src/default.toml")];
     for entry in std::fs::read_dir(root.join("policies")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {

@@ -3,7 +3,7 @@
 //! diagnoses of what a running or failed command is doing.
 
 pub mod buffer;
-pub mod classify;
+pub use whalebox_policy::classify;
 pub mod diagnose;
 pub mod spawn;
 pub mod supervisor;

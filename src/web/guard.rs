@@ -36,17 +36,8 @@ pub struct Guard {
     ports: Vec<u16>,
 }
 
-/// Does `host` match `pattern` (exact, or `*.domain` for the domain and its subdomains)?
-pub fn host_matches(pattern: &str, host: &str) -> bool {
-    let pattern = pattern.trim().trim_end_matches('.').to_ascii_lowercase();
-    match pattern
-        .strip_prefix("*.")
-        .or_else(|| pattern.strip_prefix('.'))
-    {
-        Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
-        None => host == pattern,
-    }
-}
+/// (Kept here for the web group; the rule lives with the policies.)
+pub use whalebox_policy::network::host_matches;
 
 impl Guard {
     pub fn new(cfg: &WebSection) -> Result<Guard, String> {

@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Decision, PolicyError};
-use crate::web::guard::host_matches;
 
 /// `[[network]]` as written.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -119,4 +118,17 @@ pub(super) fn load(r: NetworkRuleFile, source: String) -> Result<NetworkRule, Po
         }
     }
     Ok(rule)
+}
+
+/// Does `host` match `pattern` (exact, or `*.domain` for the domain and its subdomains)?
+/// The pattern is lower-cased and its trailing dot dropped; hosts come lower-cased.
+pub fn host_matches(pattern: &str, host: &str) -> bool {
+    let pattern = pattern.trim().trim_end_matches('.').to_ascii_lowercase();
+    match pattern
+        .strip_prefix("*.")
+        .or_else(|| pattern.strip_prefix('.'))
+    {
+        Some(domain) => host == domain || host.ends_with(&format!(".{domain}")),
+        None => host == pattern,
+    }
 }
