@@ -11,7 +11,9 @@
 //! ```
 //!
 //! Dependencies point one way: `tools → core, guard, text, edit, mutation, profile`; `core` knows no
-//! concrete tool; only `mcp` and `main` know about transports and terminals.
+//! concrete tool; only `mcp` and `main` know about transports and terminals. `text`,
+//! `edit` and `policy` are crates of their own (`crates/`), usable without the rest; see
+//! CONTRIBUTING.md for the layering rule.
 
 pub mod boundary;
 pub mod checkpoint;
