@@ -26,6 +26,7 @@ pub mod net;
 pub use whalebox_policy as policy;
 pub mod profile;
 pub mod runner;
+pub mod session;
 pub mod shell;
 pub use whalebox_text as text;
 pub mod tools;

@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use crate::session::{Env, ShellBoundary};
 use crate::shell::supervisor;
-use crate::tools::{Env, ShellBoundary};
 
 /// What to run inside the sandbox.
 pub enum What {

@@ -170,7 +170,7 @@ fn restore(cp: &Checkpoints, id: &str, paths: &[String], dry_run: bool, force: b
 /// `p` (absolute, or relative to the current directory) as a path from the workspace.
 fn workspace_path(workspace: &Path, p: &str) -> Result<String, String> {
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    let abs = crate::profile::normalize(&cwd.join(p));
+    let abs = crate::guard::normalize(&cwd.join(p));
     let rel = abs.strip_prefix(workspace).map_err(|_| {
         format!(
             "{p} is not inside the workspace {} (checkpoints keep only the workspace)",

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::envelope::Code;
-use super::tool::{BoxFuture, ToolError};
+use super::output::{BoxFuture, ToolError};
 
 /// What to put to the person.
 #[derive(Debug, Clone)]

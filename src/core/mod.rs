@@ -10,6 +10,7 @@ mod ask;
 mod envelope;
 mod hints;
 mod limits;
+mod output;
 mod registry;
 mod repair;
 mod tool;
@@ -19,9 +20,10 @@ pub use ask::{Answer, Asker, Asking, Form, Resumed, input_required};
 pub use envelope::{Code, Envelope, cap_text};
 pub use hints::nearest as nearest_names;
 pub use limits::SessionLimits;
+pub use output::{BoxFuture, ToolError, ToolOutput, ToolResult};
 pub use registry::{Registry, RegistryError};
 pub use repair::{Repair, RepairKind, repair as repair_arguments};
 pub use tool::{
-    Annotations, BoxFuture, CallContext, ChangeHook, Progress, ProgressUpdate, Tool, ToolError,
-    ToolOutput, ToolResult, ToolSpec, run_blocking,
+    Annotations, CallContext, ChangeHook, Forwarded, ForwardedTool, Progress, ProgressUpdate, Tool,
+    ToolSpec, run_blocking,
 };

@@ -13,7 +13,7 @@ use super::envelope::{Code, Envelope};
 use super::hints::{recovery_hint, suggest_tools};
 use super::limits::SessionLimits;
 use super::repair::{coerce_arguments, repair};
-use super::tool::{CallContext, ChangeHook, Tool, ToolSpec, panic_message};
+use super::tool::{CallContext, ChangeHook, Forwarded, Tool, ToolSpec, panic_message};
 use super::validate::{json_type_name, violations};
 
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +38,7 @@ pub struct Registry {
     index: HashMap<String, usize>,
     limits: Arc<SessionLimits>,
     change_hook: Option<Arc<dyn ChangeHook>>,
+    forwarded: Option<Arc<dyn Forwarded>>,
 }
 
 impl Registry {
@@ -49,12 +50,23 @@ impl Registry {
             index: HashMap::new(),
             limits,
             change_hook: None,
+            forwarded: None,
         }
     }
 
     /// Call `hook` around every call that may change the workspace.
     pub fn set_change_hook(&mut self, hook: Arc<dyn ChangeHook>) {
         self.change_hook = Some(hook);
+    }
+
+    /// List `tools` beside the registry's own (see [`Forwarded`]).
+    pub fn set_forwarded(&mut self, tools: Arc<dyn Forwarded>) {
+        self.forwarded = Some(tools);
+    }
+
+    /// The tools listed beside the registry's own, if a group forwards any.
+    pub fn forwarded(&self) -> Option<Arc<dyn Forwarded>> {
+        self.forwarded.clone()
     }
 
     /// Register a tool under `group`. Its spec is computed now and never again.
@@ -274,7 +286,7 @@ fn invalid_input(entry: &Entry, original: &Value) -> Envelope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::tool::{BoxFuture, ToolOutput, ToolResult};
+    use crate::core::output::{BoxFuture, ToolOutput, ToolResult};
 
     /// A real tool for the registry's own tests: echoes its validated input.
     struct Echo;

@@ -1,80 +1,15 @@
 //! The [`Tool`] trait a tool author implements, the frozen [`ToolSpec`] the registry
 //! computes from it once, and the per-call [`CallContext`] (cancellation and progress).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::ask::Asking;
 use super::envelope::Code;
-use super::repair::Repair;
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-pub type ToolResult = Result<ToolOutput, ToolError>;
-
-/// A successful result: `text` for the model, `data` for programs, and the repairs the
-/// tool itself made (fuzzy edit levels), which join the registry's in the envelope.
-#[derive(Debug, Clone)]
-pub struct ToolOutput {
-    pub text: String,
-    pub data: Value,
-    pub repairs: Vec<Repair>,
-}
-
-impl ToolOutput {
-    pub fn new(text: impl Into<String>, data: Value) -> Self {
-        ToolOutput {
-            text: text.into(),
-            data,
-            repairs: Vec::new(),
-        }
-    }
-
-    pub fn with_repairs(mut self, repairs: Vec<Repair>) -> Self {
-        self.repairs = repairs;
-        self
-    }
-}
-
-/// A failed result. `next_step` is mandatory in spirit: an error without one is a bug.
-#[derive(Debug, Clone)]
-pub struct ToolError {
-    pub code: Code,
-    pub message: String,
-    pub next_step: String,
-    pub data: Value,
-}
-
-impl ToolError {
-    pub fn new(code: Code, message: impl Into<String>, next_step: impl Into<String>) -> Self {
-        ToolError {
-            code,
-            message: message.into(),
-            next_step: next_step.into(),
-            data: Value::Null,
-        }
-    }
-
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = data;
-        self
-    }
-
-    pub fn invalid_input(message: impl Into<String>, next_step: impl Into<String>) -> Self {
-        Self::new(Code::InvalidInput, message, next_step)
-    }
-
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(
-            Code::Internal,
-            message,
-            "this is a whalebox bug or an unexpected system failure; retry once, then report it",
-        )
-    }
-}
+use super::output::{BoxFuture, ToolError, ToolResult};
 
 /// One tool. Only [`Tool::name`] and [`Tool::run`] are required; the rest describe the
 /// tool to clients and have conservative defaults. The registry reads these once at
@@ -135,6 +70,24 @@ pub trait ChangeHook: Send + Sync {
     fn before(&self, tool: &str, summary: &str) -> Result<String, String>;
     /// After the call returned `data` (blocking).
     fn after(&self, id: &str, data: &Value);
+}
+
+/// Tools listed beside the registry's own but run through one of them: the mcp group's
+/// upstream tools of `defer = false` servers, listed under their qualified names and
+/// called through `call_tool`. Lets the transport list them without knowing upstreams.
+pub trait Forwarded: Send + Sync {
+    /// The tools (the transport lists them once per session).
+    fn list(&self) -> BoxFuture<'_, Vec<ForwardedTool>>;
+}
+
+/// One forwarded tool as a client sees it; `annotations` are the upstream's own, passed
+/// through as they came.
+#[derive(Debug, Clone)]
+pub struct ForwardedTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub annotations: Value,
 }
 
 /// MCP-style behaviour hints, frozen with the spec.
@@ -229,7 +182,7 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     pub progress: Progress,
     /// How this call can reach a person (request_user_input, approvals).
-    pub ask: super::ask::Asking,
+    pub ask: Asking,
 }
 
 /// Run blocking file-system work on tokio's blocking pool. Most tools are a thin

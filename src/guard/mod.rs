@@ -9,4 +9,4 @@ pub mod landlock;
 pub mod paths;
 pub mod presets;
 
-pub use paths::{Access, Allowed, GuardError, PathGuard, RootKind, resolve_physical};
+pub use paths::{Access, Allowed, GuardError, PathGuard, RootKind, normalize, resolve_physical};

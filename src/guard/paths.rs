@@ -275,6 +275,21 @@ fn push_front_components(pending: &mut VecDeque<OsString>, path: &Path) {
     }
 }
 
+/// Drop `.` and `..` lexically (symlinks are resolved at use time, not here).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

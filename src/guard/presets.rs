@@ -353,7 +353,7 @@ impl Context<'_> {
     fn join(&self, base: Base, rel: &str) -> Option<PathBuf> {
         let base = self.base(base)?;
         let path = if rel.is_empty() { base } else { base.join(rel) };
-        Some(crate::profile::normalize(&path))
+        Some(super::normalize(&path))
     }
 }
 

@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 
 use crate::boundary::{ApprovalRequest, Approver, ApproverSlot, approval_form, approval_of};
 use crate::core::{CallContext, Code, Envelope, Progress, Registry, ToolSpec};
-use crate::tools::Env;
+use crate::session::Env;
 
 /// How long a person has to answer an approval (the gate waits 120 s).
 const APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(110);
@@ -61,7 +61,7 @@ pub struct Server {
     question_ttl: std::time::Duration,
     env: Arc<Env>,
     /// The directly listed upstream tools, made once.
-    direct: tokio::sync::OnceCell<Vec<crate::upstream::catalog::Entry>>,
+    direct: tokio::sync::OnceCell<Vec<crate::core::ForwardedTool>>,
 }
 
 impl Server {
@@ -171,16 +171,16 @@ fn instructions(registry: &Registry, env: &Env) -> String {
     text.push_str(&format!(" Sandbox: {}.", env.sandbox_status().brief()));
     if names.contains(&"shell_run") && env.policy.is_some() {
         text.push_str(&match env.shell_boundary() {
-            Ok(crate::tools::ShellBoundary::Gated { status, .. }) if status["kernel"] == true => {
+            Ok(crate::session::ShellBoundary::Gated { status, .. }) if status["kernel"] == true => {
                 " Exec policy: every program a command starts is decided; a refused one fails \
                  with EACCES after a `whalebox: denied` line."
                     .to_string()
             }
-            Ok(crate::tools::ShellBoundary::Gated { status, .. }) => format!(
+            Ok(crate::session::ShellBoundary::Gated { status, .. }) => format!(
                 " Exec policy: partial: {}.",
                 status["not_covered"].as_str().unwrap_or_default()
             ),
-            Ok(crate::tools::ShellBoundary::Ungated { why, .. }) => {
+            Ok(crate::session::ShellBoundary::Ungated { why, .. }) => {
                 format!(" Exec policy: not enforced ({why}).")
             }
             Err(why) => {
@@ -254,8 +254,8 @@ impl ServerHandler for Server {
         let direct = self
             .direct
             .get_or_init(|| async {
-                match self.env.upstreams.get() {
-                    Some(u) => u.direct(&self.env).await,
+                match self.registry.forwarded() {
+                    Some(tools) => tools.list().await,
                     None => Vec::new(),
                 }
             })

@@ -12,8 +12,8 @@ use rmcp::service::Peer;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::json;
 
-use crate::tools::Env;
-use crate::tools::board::{CHECKPOINTS_URI, PLAN_URI, TODOS_URI};
+use crate::session::Env;
+use crate::session::board::{CHECKPOINTS_URI, PLAN_URI, TODOS_URI};
 
 pub struct Resources {
     env: Arc<Env>,

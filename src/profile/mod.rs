@@ -6,16 +6,30 @@
 //! Paths: relative entries resolve against the profile file's directory (for the embedded
 //! default: against the workspace); `~` and `~/…` expand to the home directory.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::guard::presets::{self, Excluded, Kind, Preset, PresetChoice, PresetPath};
-
 pub mod checkpoints;
+mod git;
+mod landlock;
+mod mcp_servers;
 pub mod network;
+mod output;
+mod shell;
+
+pub(crate) use crate::guard::normalize;
+// The sections whose settings belong to the fences and the web client that use them.
+pub use crate::guard::landlock::{LandlockMode, LandlockSection, NetworkMode};
+pub use crate::web::settings::{
+    Endpoint, Fallback, OnNewHost, SearchBackend, WebSearchSection, WebSection,
+};
+pub use git::{GitSection, MainWorktree};
+pub use mcp_servers::McpServerSection;
 pub use network::NetworkSection;
+pub use output::{ClientLimits, EditSection, OutputSection};
+pub use shell::{ExecBoundary, ShellSection};
 
 /// The embedded default profile, used when no `--profile` is given.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
@@ -80,7 +94,7 @@ struct ProfileFile {
     #[serde(default)]
     shell: ShellSection,
     #[serde(default)]
-    landlock: LandlockFile,
+    landlock: landlock::LandlockFile,
     #[serde(default)]
     todo: TodoFile,
     #[serde(default)]
@@ -93,209 +107,9 @@ struct ProfileFile {
     #[serde(default)]
     mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
     #[serde(default)]
-    git: GitFile,
+    git: git::GitFile,
     #[serde(default)]
     checkpoints: checkpoints::CheckpointsFile,
-}
-
-/// `[git]`: what a workspace in a git repository needs beyond itself.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct GitFile {
-    /// When the workspace is a linked worktree (`git worktree add`): "read" (default)
-    /// makes the main worktree a read-only root and lets git write what a commit writes
-    /// in the shared `.git` (objects, refs, logs, this worktree's own directory); "off"
-    /// leaves it all closed (git then fails in the workspace).
-    #[serde(default)]
-    main_worktree: MainWorktree,
-}
-
-/// `[git] main_worktree`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum MainWorktree {
-    #[default]
-    Read,
-    Off,
-}
-
-/// The effective `[git]`: the setting, and the linked worktree it applied to.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct GitSection {
-    pub main_worktree: MainWorktree,
-    /// Set when the workspace is a linked worktree (whatever the setting).
-    pub linked: Option<crate::guard::git::LinkedWorktree>,
-}
-
-/// `[mcp_servers.NAME]`: one upstream MCP server (stdio), in the keys Codex uses.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct McpServerSection {
-    /// The program (a path or a name in PATH), started by whalebox inside its fences.
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Extra variables for the server.
-    #[serde(default)]
-    pub env: std::collections::BTreeMap<String, String>,
-    /// whalebox's own variables passed by name; nothing else of its environment is.
-    #[serde(default)]
-    pub pass_env: Vec<String>,
-    /// true: reachable through tool_search and call_tool; false: listed directly.
-    #[serde(default = "yes")]
-    pub defer: bool,
-    #[serde(default = "startup_timeout")]
-    pub startup_timeout_ms: u64,
-    #[serde(default = "tool_timeout")]
-    pub tool_timeout_ms: u64,
-    /// If non-empty, only these tools.
-    #[serde(default)]
-    pub enabled_tools: Vec<String>,
-    #[serde(default)]
-    pub disabled_tools: Vec<String>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn startup_timeout() -> u64 {
-    10_000
-}
-
-fn tool_timeout() -> u64 {
-    60_000
-}
-
-/// `[web]`: the fences of web_fetch, fetch and web_search.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct WebSection {
-    /// If non-empty, only these hosts (exact, or "*.example.com" for it and its subdomains).
-    pub allow_hosts: Vec<String>,
-    /// Hosts never fetched (same patterns).
-    pub deny_hosts: Vec<String>,
-    /// Addresses (IPs or CIDR blocks) reachable although loopback, private or link-local.
-    pub allow_private: Vec<String>,
-    /// Ports a URL may use.
-    pub ports: Vec<u16>,
-    /// The whole request, redirects and body included, at most this long.
-    pub timeout_ms: u64,
-    /// Body bytes read (after decompression); the rest is cut, and the result says so.
-    pub max_bytes: u64,
-    pub max_redirects: u32,
-    /// How long a fetched page stays in the session's cache (paging reads it from there).
-    pub cache_ttl_s: u64,
-    /// The User-Agent header (default: whalebox/VERSION and the repository URL).
-    pub user_agent: Option<String>,
-    /// The first request to a host: allow, ask (the person, as exec approvals), or deny.
-    pub on_new_host: OnNewHost,
-    pub search: WebSearchSection,
-}
-
-impl Default for WebSection {
-    fn default() -> Self {
-        WebSection {
-            allow_hosts: Vec::new(),
-            deny_hosts: Vec::new(),
-            allow_private: Vec::new(),
-            ports: vec![80, 443],
-            timeout_ms: 15_000,
-            max_bytes: 10 * 1024 * 1024,
-            max_redirects: 5,
-            cache_ttl_s: 900,
-            user_agent: None,
-            on_new_host: OnNewHost::Allow,
-            search: WebSearchSection::default(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnNewHost {
-    #[default]
-    Allow,
-    Ask,
-    Deny,
-}
-
-/// `[web.search]`: the search backend (none by default: web_search says how to set one).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct WebSearchSection {
-    /// searxng | brave | tavily | duckduckgo
-    pub backend: Option<SearchBackend>,
-    /// The backend's base URL (default: the public endpoint of brave, tavily and
-    /// duckduckgo; required for searxng). Exempt from allow_private: the operator chose it.
-    pub url: Option<String>,
-    /// The name of the variable holding the API key (never the key itself).
-    pub api_key_env: Option<String>,
-    /// Backends tried in order when this one is rate-limited, blocked or down: a name
-    /// (its public endpoint), or `{ backend, url, api_key_env }`.
-    pub fallback: Vec<Fallback>,
-}
-
-/// One fallback search backend.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(untagged)]
-pub enum Fallback {
-    Named(SearchBackend),
-    Endpoint {
-        backend: SearchBackend,
-        url: Option<String>,
-        api_key_env: Option<String>,
-    },
-}
-
-/// A search backend and where it answers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Endpoint {
-    pub backend: SearchBackend,
-    pub url: Option<String>,
-    pub api_key_env: Option<String>,
-}
-
-impl WebSearchSection {
-    /// The configured backend, then the fallbacks, in order.
-    pub fn endpoints(&self) -> Vec<Endpoint> {
-        let mut out = Vec::new();
-        if let Some(backend) = self.backend {
-            out.push(Endpoint {
-                backend,
-                url: self.url.clone(),
-                api_key_env: self.api_key_env.clone(),
-            });
-        }
-        for f in &self.fallback {
-            out.push(match f {
-                Fallback::Named(backend) => Endpoint {
-                    backend: *backend,
-                    url: None,
-                    api_key_env: self.api_key_env.clone(),
-                },
-                Fallback::Endpoint {
-                    backend,
-                    url,
-                    api_key_env,
-                } => Endpoint {
-                    backend: *backend,
-                    url: url.clone(),
-                    api_key_env: api_key_env.clone().or_else(|| self.api_key_env.clone()),
-                },
-            });
-        }
-        out
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SearchBackend {
-    Searxng,
-    Brave,
-    Tavily,
-    Duckduckgo,
 }
 
 /// `[todo]` as written.
@@ -330,128 +144,6 @@ impl Default for InputSection {
     }
 }
 
-/// `[landlock]` as written (paths still unexpanded): kernel fences for the server and
-/// every command it runs.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-struct LandlockFile {
-    /// enforce: every fence or nothing runs; best-effort: what the kernel can do; off.
-    mode: LandlockMode,
-    /// With mode = "enforce": the lowest Landlock ABI accepted.
-    min_abi: u8,
-    /// TCP for commands: allow, or deny but the `connect` / `bind` ports.
-    network: NetworkMode,
-    /// TCP ports commands may connect to when network = "deny".
-    connect: Vec<u16>,
-    /// TCP ports commands may bind when network = "deny".
-    bind: Vec<u16>,
-    /// Extra read-only paths (absolute or `~/…`).
-    ro: Vec<String>,
-    /// Extra read-and-execute paths (absolute or `~/…`).
-    rox: Vec<String>,
-    /// Extra read-write paths (absolute or `~/…`).
-    rw: Vec<String>,
-    /// Toolchain presets: each grants its ecosystem's caches (read-write, created when
-    /// the sandbox is entered), toolchain directories (read and execute; missing ones
-    /// are skipped with a warning) and configuration (read-only), honouring the
-    /// ecosystem's variables (CARGO_HOME, RUSTUP_HOME, npm_config_cache, PIP_CACHE_DIR,
-    /// UV_CACHE_DIR, XDG_CACHE_HOME, GOPATH, GOCACHE, GOMODCACHE …) as whalebox starts.
-    /// Never credentials (~/.cargo/credentials.toml, ~/.pypirc). "auto" (the default):
-    /// the presets whose marker files (Cargo.toml, package.json, pyproject.toml,
-    /// requirements*.txt, go.mod, flake.nix …) are at the top of the workspace.
-    presets: PresetChoice,
-    /// Skip a missing read root or extra path with a warning (false: an error).
-    ignore_missing: bool,
-}
-
-impl Default for LandlockFile {
-    fn default() -> Self {
-        LandlockFile {
-            mode: LandlockMode::default(),
-            min_abi: 1,
-            network: NetworkMode::default(),
-            connect: Vec::new(),
-            bind: Vec::new(),
-            ro: DEFAULT_READ_FILES.iter().map(|d| d.to_string()).collect(),
-            rox: DEFAULT_TOOLCHAIN_DIRS
-                .iter()
-                .map(|d| d.to_string())
-                .collect(),
-            rw: Vec::new(),
-            presets: PresetChoice::Auto,
-            ignore_missing: true,
-        }
-    }
-}
-
-/// Where common toolchains live in a home directory: read and execute by default, so
-/// `cargo`, `python3` or `node` installed there keep working inside the sandbox.
-/// (Not `~/.cargo` as a whole: it holds `credentials.toml`.)
-const DEFAULT_TOOLCHAIN_DIRS: &[&str] = &[
-    "~/.cargo/bin",
-    "~/.rustup",
-    "~/.pyenv",
-    "~/.nvm",
-    "~/.local/bin",
-    "~/.local/lib",
-];
-
-/// Configuration programs die without when it exists but cannot be read (git stops
-/// with "unable to access ~/.gitconfig"): read-only by default.
-const DEFAULT_READ_FILES: &[&str] = &["~/.gitconfig", "~/.config/git"];
-
-/// `[landlock] mode`.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum LandlockMode {
-    /// Every fence the profile asks for, or nothing runs.
-    Enforce,
-    /// What the kernel can do; what it cannot is reported as dropped.
-    #[default]
-    BestEffort,
-    Off,
-}
-
-/// `[landlock] network` for shell commands.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum NetworkMode {
-    #[default]
-    Allow,
-    /// No TCP connect or bind but the listed ports.
-    Deny,
-}
-
-/// `[landlock]`, resolved: absolute paths that exist.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LandlockSection {
-    pub mode: LandlockMode,
-    pub min_abi: u8,
-    pub network: NetworkMode,
-    pub connect: Vec<u16>,
-    pub bind: Vec<u16>,
-    pub ro: Vec<PathBuf>,
-    pub rox: Vec<PathBuf>,
-    pub rw: Vec<PathBuf>,
-    pub ignore_missing: bool,
-    /// The presets turned on, in the order given (repeats dropped).
-    pub presets: Vec<Preset>,
-    /// With `presets = "auto"`: the marker file that turned each one on (empty: none
-    /// found); None when the profile lists its presets.
-    pub presets_auto: Option<Vec<(Preset, String)>>,
-    /// What they grant: caches, lock files and usage databases (created when the
-    /// sandbox is entered if missing) and the toolchains, configs and sockets that exist.
-    pub preset_paths: Vec<PresetPath>,
-    /// Every preset's paths, on or off, and the paths none grants: to explain a refusal.
-    #[serde(skip)]
-    pub preset_catalog: Vec<PresetPath>,
-    /// The variables the presets on read (CARGO_HOME …): shell commands get them from
-    /// the server's environment too, so tools use the directories that were granted.
-    pub preset_env: Vec<&'static str>,
-    #[serde(skip)]
-    pub preset_excluded: Vec<Excluded>,
-}
-
 /// `[skills]`: where SKILL.md skills are discovered.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -459,180 +151,6 @@ struct SkillsFile {
     /// Skill directories (relative ones: in the workspace); default
     /// [".agents/skills", "~/.agents/skills"].
     dirs: Option<Vec<String>>,
-}
-
-/// `[output]`: what one result shows the model, and how it is fitted to the client.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct OutputSection {
-    /// Characters of `text` one result may show; head and tail are kept around a marker.
-    pub max_chars: usize,
-    /// Also declare an `outputSchema` and send the envelope as `structuredContent`.
-    /// Off by default: Claude Code and Codex then hand the model that JSON instead of the
-    /// text. The envelope is always in the result's `_meta` (`whalebox/envelope`).
-    pub structured: bool,
-    /// Fit the limits to the client that connects (known by its MCP `clientInfo` name):
-    /// a result cap the client will not cut or spill to a file, a longest wait under its
-    /// tool timeout, the tool hints it honours. Off: the profile as written for everyone.
-    pub fit_to_client: bool,
-    /// Limits for clients by `clientInfo` name; they replace the built-in fit for that
-    /// client (and apply even with `fit_to_client = false`).
-    pub clients: std::collections::BTreeMap<String, ClientLimits>,
-}
-
-impl Default for OutputSection {
-    fn default() -> Self {
-        OutputSection {
-            max_chars: 30_000,
-            structured: false,
-            fit_to_client: true,
-            clients: std::collections::BTreeMap::new(),
-        }
-    }
-}
-
-/// `[output.clients."NAME"]`: one client's limits; what is left out comes from the profile.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct ClientLimits {
-    /// Characters of `text` one result may show this client.
-    pub max_chars: Option<usize>,
-    /// The longest wait a call from this client may ask for (at most 50000).
-    pub max_yield_ms: Option<u64>,
-}
-
-/// `[edit]`: how the edit group guards files.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct EditSection {
-    /// `write` over an existing file needs the file to have been read (or written) in
-    /// this session, unchanged since. Off: overwrite whatever is there (the CLI, where
-    /// every call is its own session, may want this).
-    pub write_requires_read: bool,
-    /// Largest file edit/multi_edit/write will load or produce.
-    pub max_file_bytes: u64,
-}
-
-impl Default for EditSection {
-    fn default() -> Self {
-        EditSection {
-            write_requires_read: true,
-            max_file_bytes: 1024 * 1024 * 1024,
-        }
-    }
-}
-
-/// `[shell]`: how shell_run starts commands and how many it keeps.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct ShellSection {
-    /// The shell (a path, or a name looked up in PATH); default: zsh, else bash, else sh.
-    pub program: Option<String>,
-    /// Let the shell read the user's rc files (off: hermetic `zsh -f` / `bash --norc`).
-    pub rc_files: bool,
-    /// Extra variables for every command.
-    pub env: std::collections::BTreeMap<String, String>,
-    /// Server variables passed through by name (nothing else is, so secrets stay out).
-    pub pass_env: Vec<String>,
-    /// Live tasks at once.
-    pub max_tasks: usize,
-    /// How long shell_run waits by default before answering with a task id.
-    pub default_yield_ms: u64,
-    /// The longest wait a call may ask for (at most 50000).
-    pub max_yield_ms: u64,
-    /// Output kept per task (head and tail).
-    pub buffer_bytes: usize,
-    /// PTY rows.
-    pub pty_rows: u16,
-    /// PTY columns.
-    pub pty_cols: u16,
-    /// The gated zsh (default: $WHALEBOX_ZSH, next to whalebox, or target/zsh/bin/zsh).
-    pub zsh: Option<String>,
-    /// required: no gated zsh → shell tools refuse; best-effort: run ungated and say so;
-    /// off: use the plain shell.
-    pub exec_boundary: ExecBoundary,
-    /// Who settles an `ask` when no person can answer.
-    pub on_ask: crate::boundary::OnAsk,
-    /// JSONL audit log of every exec decision.
-    pub audit_log: Option<PathBuf>,
-    /// Where "allow for this session" answers are appended as policy rules.
-    pub approvals_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExecBoundary {
-    /// No gated zsh: the shell tools refuse.
-    Required,
-    /// No gated zsh: run ungated and say so in every result.
-    #[default]
-    BestEffort,
-    /// The plain shell, no exec policy.
-    Off,
-}
-
-impl Default for ShellSection {
-    fn default() -> Self {
-        ShellSection {
-            program: None,
-            rc_files: false,
-            env: Default::default(),
-            pass_env: Vec::new(),
-            max_tasks: 16,
-            default_yield_ms: 15_000,
-            max_yield_ms: YIELD_CEILING_MS,
-            buffer_bytes: 1024 * 1024,
-            pty_rows: 24,
-            pty_cols: 80,
-            zsh: None,
-            exec_boundary: ExecBoundary::default(),
-            on_ask: Default::default(),
-            audit_log: None,
-            approvals_file: None,
-        }
-    }
-}
-
-impl ShellSection {
-    fn check(&mut self, warnings: &mut Vec<String>) -> Result<(), String> {
-        for name in self.env.keys().chain(&self.pass_env) {
-            if name.is_empty() || name.contains('=') || name.contains('\0') {
-                return Err(format!(
-                    "shell: {name:?} is not a valid environment variable name"
-                ));
-            }
-        }
-        if self.env.values().any(|v| v.contains('\0')) {
-            return Err("shell.env: a value contains a NUL byte".into());
-        }
-        if self.max_tasks == 0 {
-            return Err("shell.max_tasks = 0 would refuse every command; use at least 1".into());
-        }
-        if self.max_yield_ms > YIELD_CEILING_MS {
-            warnings.push(format!(
-                "shell.max_yield_ms = {} is above {YIELD_CEILING_MS} (clients time out at 60 s); using {YIELD_CEILING_MS}",
-                self.max_yield_ms
-            ));
-            self.max_yield_ms = YIELD_CEILING_MS;
-        }
-        if self.default_yield_ms > self.max_yield_ms {
-            warnings.push(format!(
-                "shell.default_yield_ms = {} is above max_yield_ms; using {}",
-                self.default_yield_ms, self.max_yield_ms
-            ));
-            self.default_yield_ms = self.max_yield_ms;
-        }
-        if self.buffer_bytes < 4096 {
-            return Err(format!(
-                "shell.buffer_bytes = {} is too small; use at least 4096",
-                self.buffer_bytes
-            ));
-        }
-        if self.pty_rows == 0 || self.pty_cols == 0 {
-            return Err("shell.pty_rows and pty_cols must be at least 1".into());
-        }
-        Ok(())
-    }
 }
 
 /// `[skills]`: where `SKILL.md` skills are discovered (resolved, possibly missing).
@@ -851,103 +369,15 @@ impl Profile {
             }
             read_roots.push(path);
         }
-        let landlock = {
-            let l = &raw.landlock;
-            let mut sets: [Vec<PathBuf>; 3] = Default::default();
-            for (set, (key, list)) in
-                sets.iter_mut()
-                    .zip([("ro", &l.ro), ("rox", &l.rox), ("rw", &l.rw)])
-            {
-                for entry in list {
-                    if !(entry.starts_with('/') || entry.starts_with('~')) {
-                        return Err(invalid(format!(
-                            "[landlock] {key}: `{entry}` is relative; write an absolute path (or one starting with ~)"
-                        )));
-                    }
-                    let path = resolve(entry)?;
-                    if !path.exists() {
-                        if !ignore_missing {
-                            return Err(invalid(format!(
-                                "[landlock] {key}: {} does not exist; create it, remove it, \
-                                 or set [landlock] ignore_missing = true",
-                                path.display()
-                            )));
-                        }
-                        continue;
-                    }
-                    set.push(path);
-                }
-            }
-            let [ro, rox, rw] = sets;
-            let env_var = |name: &str| std::env::var_os(name);
-            let ctx = presets::Context {
-                home: home.as_deref(),
-                cwd,
-                var: &env_var,
-            };
-            let mut enabled: Vec<Preset> = Vec::new();
-            let mut preset_paths = Vec::new();
-            let (chosen, presets_auto) = match &l.presets {
-                PresetChoice::List(list) => (list.clone(), None),
-                PresetChoice::Auto => {
-                    let found = presets::detect(&workspace);
-                    (found.iter().map(|(p, _)| *p).collect(), Some(found))
-                }
-            };
-            for preset in &chosen {
-                if enabled.contains(preset) {
-                    continue;
-                }
-                enabled.push(*preset);
-                let mut missing = Vec::new();
-                for p in preset.resolve(&ctx) {
-                    match p.kind {
-                        _ if p.exists || p.kind.created() => preset_paths.push(p),
-                        Kind::Toolchain => missing.push(p.path.display().to_string()),
-                        _ => {}
-                    }
-                }
-                // A preset chosen by "auto" names every place its tools may live; most
-                // machines have only some of them, which is no cause for a warning.
-                if !missing.is_empty() && presets_auto.is_none() {
-                    warnings.push(format!(
-                        "[landlock] presets: preset \"{preset}\": toolchain director{} {} not found; skipped",
-                        if missing.len() == 1 { "y" } else { "ies" },
-                        missing.join(", ")
-                    ));
-                }
-            }
-            if l.min_abi == 0 {
-                return Err(invalid(
-                    "[landlock] min_abi starts at 1 (use mode = \"off\" for no Landlock)".into(),
-                ));
-            }
-            LandlockSection {
-                mode: l.mode,
-                min_abi: l.min_abi,
-                network: l.network,
-                connect: l.connect.clone(),
-                bind: l.bind.clone(),
-                ro,
-                rox,
-                rw,
-                ignore_missing,
-                preset_env: {
-                    let mut vars: Vec<&'static str> = Vec::new();
-                    for v in enabled.iter().flat_map(|p| p.env_vars()) {
-                        if !vars.contains(&v) {
-                            vars.push(v);
-                        }
-                    }
-                    vars
-                },
-                presets: enabled,
-                presets_auto,
-                preset_paths,
-                preset_catalog: presets::catalog(&ctx),
-                preset_excluded: presets::excluded(&ctx),
-            }
-        };
+        let landlock = landlock::resolve(
+            &raw.landlock,
+            &workspace,
+            cwd,
+            home.as_deref(),
+            &resolve,
+            &invalid,
+            &mut warnings,
+        )?;
         let policy = raw.policy.as_deref().map(resolve).transpose()?;
         if let Some(p) = &policy
             && !p.exists()
@@ -1008,8 +438,8 @@ impl Profile {
                 "input.timeout_ms must be at least 1 (how long a question waits)".into(),
             ));
         }
-        check_web(&raw.web).map_err(&invalid)?;
-        check_mcp_servers(&raw.mcp_servers).map_err(&invalid)?;
+        raw.web.check().map_err(&invalid)?;
+        mcp_servers::check(&raw.mcp_servers).map_err(&invalid)?;
         network::check(&raw.network).map_err(&invalid)?;
         let mut net = raw.network;
         net.ca_files = net
@@ -1068,65 +498,6 @@ impl Profile {
     }
 }
 
-/// `[mcp_servers]` entries that cannot work.
-fn check_mcp_servers(
-    servers: &std::collections::BTreeMap<String, McpServerSection>,
-) -> Result<(), String> {
-    for (name, s) in servers {
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            || name.contains("__")
-        {
-            return Err(format!(
-                "[mcp_servers.{name}]: a server's name is letters, digits, `_` and `-` (no `__`): it becomes part of tool names (mcp__NAME__TOOL)"
-            ));
-        }
-        if s.command.trim().is_empty() {
-            return Err(format!("[mcp_servers.{name}] command is empty"));
-        }
-        if s.startup_timeout_ms == 0 || s.tool_timeout_ms == 0 {
-            return Err(format!(
-                "[mcp_servers.{name}] startup_timeout_ms and tool_timeout_ms must be at least 1"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `[web]` values that cannot work.
-fn check_web(w: &WebSection) -> Result<(), String> {
-    crate::web::address::AllowList::parse(&w.allow_private)?;
-    if w.ports.is_empty() {
-        return Err("[web] ports is empty: no URL could be fetched; use [80, 443]".into());
-    }
-    if w.timeout_ms == 0 || w.max_bytes == 0 {
-        return Err("[web] timeout_ms and max_bytes must be at least 1".into());
-    }
-    for pattern in w.allow_hosts.iter().chain(&w.deny_hosts) {
-        let bare = pattern.strip_prefix("*.").unwrap_or(pattern);
-        if bare.is_empty() || bare.contains(['*', '/', ':', ' ']) {
-            return Err(format!(
-                "[web] host pattern `{pattern}`: use a host name (`docs.rs`) or `*.` and a domain (`*.rust-lang.org`)"
-            ));
-        }
-    }
-    if w.search.backend == Some(SearchBackend::Searxng) && w.search.url.is_none() {
-        return Err(
-            "[web.search] backend = \"searxng\" needs `url`, your instance's base URL".into(),
-        );
-    }
-    if let Some(var) = &w.search.api_key_env
-        && (var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-    {
-        return Err(format!(
-            "[web.search] api_key_env = \"{var}\" is not a variable name; it names the variable that holds the key, not the key"
-        ));
-    }
-    Ok(())
-}
-
 /// The JSON Schema of a profile file, for editors (`whalebox profile schema`).
 pub fn json_schema() -> serde_json::Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(ProfileFile)).unwrap_or_default();
@@ -1177,24 +548,10 @@ fn expand(raw: &str, base: &Path, home: Option<&Path>) -> Result<PathBuf, String
     Ok(normalize(&path))
 }
 
-/// Drop `.` and `..` lexically (symlinks are resolved at use time, not here).
-pub(crate) fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::guard::presets::{Kind, Preset};
 
     fn parse(text: &str, dir: &Path) -> Result<Profile, ProfileError> {
         let file = dir.join("whalebox.toml");

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::core::{
-    BoxFuture, CallContext, Code, Registry, RegistryError, Tool, ToolError, ToolOutput, ToolResult,
-    nearest_names, repair_arguments,
+    BoxFuture, CallContext, Code, Forwarded, ForwardedTool, Registry, RegistryError, Tool,
+    ToolError, ToolOutput, ToolResult, nearest_names, repair_arguments,
 };
 use crate::upstream::catalog::{self, Entry};
 use crate::upstream::{CallFailure, Unavailable, Upstreams};
@@ -23,7 +23,10 @@ pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), Re
         return Ok(());
     }
     let upstreams = Arc::new(Upstreams::new(env));
-    let _ = env.upstreams.set(Arc::clone(&upstreams));
+    registry.set_forwarded(Arc::new(Direct {
+        env: Arc::clone(env),
+        upstreams: Arc::clone(&upstreams),
+    }));
     if let Ok(handle) = tokio::runtime::Handle::try_current() {
         let (u, e) = (Arc::clone(&upstreams), Arc::clone(env));
         handle.spawn(async move { u.start_all(&e).await });
@@ -39,6 +42,31 @@ pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), Re
 struct Mcp {
     env: Arc<Env>,
     upstreams: Arc<Upstreams>,
+}
+
+/// The tools of `defer = false` servers, which clients list beside whalebox's own under
+/// their qualified names (and call through `call_tool`).
+struct Direct {
+    env: Arc<Env>,
+    upstreams: Arc<Upstreams>,
+}
+
+impl Forwarded for Direct {
+    fn list(&self) -> BoxFuture<'_, Vec<ForwardedTool>> {
+        Box::pin(async move {
+            self.upstreams
+                .direct(&self.env)
+                .await
+                .into_iter()
+                .map(|e| ForwardedTool {
+                    name: e.name,
+                    description: e.description,
+                    input_schema: e.input_schema,
+                    annotations: e.annotations,
+                })
+                .collect()
+        })
+    }
 }
 
 fn unavailable_text(problems: &[Unavailable]) -> String {

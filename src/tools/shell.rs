@@ -14,11 +14,11 @@ use crate::core::{
     ToolResult, input_required,
 };
 use crate::guard::Access;
+use crate::session::ShellBoundary;
 use crate::shell::diagnose::{Facts, diagnose};
 use crate::shell::spawn::{self, Spec};
 use crate::shell::task::StartError;
 use crate::shell::{Exit, Mode, Task, cap_output, classify, strip_terminal};
-use crate::tools::ShellBoundary;
 
 use super::common::{args, guarded};
 use super::{Env, Session};

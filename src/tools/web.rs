@@ -29,23 +29,6 @@ use crate::web::{html, search};
 use super::Env;
 use super::common::args;
 
-/// The ports the server itself must reach for this profile's web group.
-pub fn server_ports(cfg: &WebSection) -> Vec<u16> {
-    let mut ports = cfg.ports.clone();
-    for e in cfg.search.endpoints() {
-        ports.push(
-            e.url
-                .as_deref()
-                .and_then(|u| Url::parse(u).ok())
-                .and_then(|u| u.port_or_known_default())
-                .unwrap_or(443),
-        );
-    }
-    ports.sort_unstable();
-    ports.dedup();
-    ports
-}
-
 pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), RegistryError> {
     let cfg = &env.profile.web;
     let guard = Guard::new(cfg).expect("[web] allow_private was checked when the profile loaded");

@@ -32,8 +32,8 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use crate::policy::Decision;
 use crate::profile::McpServerSection;
+use crate::session::Env;
 use crate::shell::spawn::{self, Spec};
-use crate::tools::Env;
 use catalog::Entry;
 
 /// How many stderr lines of a server are kept.
@@ -392,7 +392,7 @@ impl Upstream {
             }
         }
         let exec_gate = match env.shell_boundary() {
-            Ok(crate::tools::ShellBoundary::Gated { kernel, .. }) => kernel,
+            Ok(crate::session::ShellBoundary::Gated { kernel, .. }) => kernel,
             Ok(_) => None,
             Err(why) => {
                 return Err(Start::Refused(format!(

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use url::{Host, Url};
 
 use super::address::{AllowList, canonical, private_kind};
-use crate::profile::WebSection;
+use super::settings::WebSection;
 
 /// A refusal: what was refused and how the profile could allow it.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,3 +10,25 @@ pub mod client;
 pub mod guard;
 pub mod html;
 pub mod search;
+pub mod settings;
+
+use url::Url;
+
+use settings::WebSection;
+
+/// The ports the server itself must reach for this profile's web group.
+pub fn server_ports(cfg: &WebSection) -> Vec<u16> {
+    let mut ports = cfg.ports.clone();
+    for e in cfg.search.endpoints() {
+        ports.push(
+            e.url
+                .as_deref()
+                .and_then(|u| Url::parse(u).ok())
+                .and_then(|u| u.port_or_known_default())
+                .unwrap_or(443),
+        );
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}

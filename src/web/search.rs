@@ -16,7 +16,7 @@ use url::Url;
 use super::client::{self, Failure, Limits, Request};
 use super::guard::Guard;
 use super::html;
-use crate::profile::{Endpoint, SearchBackend};
+use super::settings::{Endpoint, SearchBackend};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Hit {

@@ -18,7 +18,7 @@ pub mod tracee;
 pub mod tracer;
 
 /// Why the kernel gate cannot work on this build (None: it can be tried; whether the
-/// kernel allows it is found out by starting it, see `tools::Env::kernel_gate`).
+/// kernel allows it is found out by starting it, see `session::Env::kernel_gate`).
 pub fn unsupported() -> Option<String> {
     filter::target_arch().err()
 }

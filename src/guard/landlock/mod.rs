@@ -19,7 +19,9 @@ use landlock::{
 use serde::{Deserialize, Serialize};
 
 use super::presets::{Excluded, Kind, Preset, PresetPath};
-use crate::profile::{LandlockMode, NetworkMode, Profile};
+
+mod settings;
+pub use settings::{LandlockMode, LandlockSection, NetworkMode};
 
 /// What one path is granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -249,9 +251,15 @@ pub struct Extras {
 }
 
 impl Sandbox {
-    /// The fences a profile declares, or `None` when `[landlock] mode = "off"`.
-    pub fn from_profile(profile: &Profile, extras: &Extras) -> Option<Sandbox> {
-        let l = &profile.landlock;
+    /// The fences `[landlock]` declares around `workspace` (read and write) and the
+    /// `readable` roots (read roots and skill directories), plus what the server itself
+    /// needs (`extras`); `None` when `mode = "off"`.
+    pub fn new<'a>(
+        l: &LandlockSection,
+        workspace: &Path,
+        readable: impl IntoIterator<Item = &'a PathBuf>,
+        extras: &Extras,
+    ) -> Option<Sandbox> {
         if l.mode == LandlockMode::Off {
             return None;
         }
@@ -267,7 +275,7 @@ impl Sandbox {
         for dev in DEVICES {
             add(Path::new(dev), Grant::Device);
         }
-        add(&profile.workspace, Grant::Full);
+        add(workspace, Grant::Full);
         for p in &extras.private {
             add(p, Grant::Full);
         }
@@ -277,7 +285,7 @@ impl Sandbox {
         for p in &extras.read {
             add(p, Grant::Read);
         }
-        for p in profile.read_roots.iter().chain(&profile.skills.dirs) {
+        for p in readable {
             add(p, Grant::Read);
         }
         for p in &l.ro {
@@ -335,13 +343,21 @@ impl Sandbox {
             proxy_port: None,
             create,
             hints: Hints {
-                profile: profile.source_name(),
-                profile_is_file: profile.source.is_some(),
+                profile: String::new(),
+                profile_is_file: false,
                 presets: l.presets.clone(),
                 catalog: l.preset_catalog.clone(),
                 excluded: l.preset_excluded.clone(),
             },
         })
+    }
+
+    /// Name the profile that declared these fences, for refusals that say where to
+    /// change them (`is_file`: a file one can edit, not the embedded default).
+    pub fn declared_in(mut self, profile: String, is_file: bool) -> Sandbox {
+        self.hints.profile = profile;
+        self.hints.profile_is_file = is_file;
+        self
     }
 
     /// Create what the sandbox grants but may not exist yet (a path that does not exist

@@ -1,0 +1,231 @@
+//! One session's shared state, [`Env`]: the profile, the path guard, the ledger of
+//! reads and writes, the shell tasks, the plan and todo list, the exec boundary, the
+//! Landlock fences and the network fence. The tools (`tools`), the upstream MCP servers
+//! (`upstream`) and the sandboxed runner (`runner`) all work in one, so it sits below
+//! them all and knows none of them.
+//!
+//! - [`sandbox`](self::sandbox): the Landlock fences the server and its tasks live in;
+//! - [`exec`](self::exec): the exec boundary (the gated zsh, the kernel gate, the
+//!   decision server) and the shell a command gets;
+//! - [`network`](self::network): the network fence of a task;
+//! - [`board`]: the plan and the todo list; [`skills`]: the skills found at start-up.
+
+pub mod board;
+mod exec;
+mod network;
+mod sandbox;
+pub mod skills;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::boundary::{ApproverSlot, GatedShell};
+use crate::guard::PathGuard;
+use crate::guard::landlock::{Sandbox, Status};
+use crate::mutation::{Ledger, Stripes};
+use crate::net::fence::NetworkFence;
+use crate::policy::Policy;
+use crate::profile::{ExecBoundary, Profile};
+use crate::shell::TaskTable;
+use crate::shell::task::Limits;
+
+pub use board::Board;
+pub use exec::{Gate, ShellBoundary};
+pub use skills::{Skill, SkillIndex};
+
+/// Everything the tools and upstream servers of one session share, built once from the
+/// profile.
+#[derive(Debug)]
+pub struct Env {
+    pub profile: Profile,
+    /// The profile's output and wait limits, as fitted to the client once it is known.
+    pub limits: Arc<crate::core::SessionLimits>,
+    pub guard: PathGuard,
+    pub skills: SkillIndex,
+    /// What this session last read or wrote of each file.
+    pub ledger: Ledger,
+    /// Serializes read-modify-write calls on the same file.
+    pub stripes: Stripes,
+    /// The shell tasks this session started.
+    pub tasks: Arc<TaskTable>,
+    /// The plan and the todo list this session keeps for the agent.
+    pub board: Board,
+    pub session: Session,
+    /// The exec policy (loaded at start when the shell group is on and the boundary
+    /// is not off; a policy that does not load stops startup).
+    pub policy: Option<Arc<Policy>>,
+    /// The gated zsh, found on first use (at start-up when Landlock needs its path).
+    gated_shell: std::sync::OnceLock<Result<GatedShell, String>>,
+    /// The gated zsh and this session's decision server, started on first use.
+    gate: std::sync::OnceLock<Result<Arc<Gate>, String>>,
+    kernel_gate: std::sync::OnceLock<Result<(), String>>,
+    /// Who answers the policy's `ask` (installed by the MCP server when its client can).
+    pub approver: ApproverSlot,
+    /// Approvals waiting for a shell call to carry them (2026-07-28 lifecycle).
+    pub approvals: crate::boundary::PendingApprovals,
+    /// This server's private directories: `tmp` (the TMPDIR of every command) and `run`
+    /// (decision sockets), in one 0700 directory that goes away with the server.
+    pub private: PrivateDirs,
+    /// The Landlock fences (None: `[landlock] mode = "off"`), and what the kernel
+    /// enforces of them once [`Env::enter_sandbox`] ran.
+    pub sandbox: Option<Sandbox>,
+    sandbox_status: std::sync::OnceLock<Status>,
+    /// The network fence (`[network]`), made with the first task.
+    network: std::sync::OnceLock<Result<Option<Arc<NetworkFence>>, String>>,
+    /// The workspace's checkpoints, opened on first use (None: `[checkpoints] mode =
+    /// "off"`, or no group that changes the workspace).
+    pub checkpoints: Option<Arc<crate::checkpoint::Slot>>,
+}
+
+/// A server's private directories (see [`Env::private`]).
+#[derive(Debug)]
+pub struct PrivateDirs {
+    _root: tempfile::TempDir,
+    pub tmp: PathBuf,
+    pub run: PathBuf,
+}
+
+/// The longest $TMPDIR whose private directory still leaves room for socket names.
+const MAX_TMPDIR_FOR_SOCKETS: usize = 60;
+
+impl PrivateDirs {
+    fn create() -> std::io::Result<PrivateDirs> {
+        use std::os::unix::fs::PermissionsExt;
+        // The decision sockets live under `run`, and a Unix socket's path must fit in
+        // sun_path (108 bytes): under a long $TMPDIR (macOS-style, a CI runner's, a test's)
+        // they could not be bound, so such a TMPDIR is passed over for /tmp.
+        let mut base = std::env::temp_dir();
+        if base.as_os_str().len() > MAX_TMPDIR_FOR_SOCKETS {
+            base = PathBuf::from("/tmp");
+        }
+        let root = tempfile::Builder::new()
+            .prefix("whalebox-")
+            .tempdir_in(&base)?;
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o700))?;
+        let tmp = root.path().join("tmp");
+        let run = root.path().join("run");
+        std::fs::create_dir(&tmp)?;
+        std::fs::create_dir(&run)?;
+        Ok(PrivateDirs {
+            _root: root,
+            tmp,
+            run,
+        })
+    }
+}
+
+/// What kind of session the tools serve: a server (tasks outlive calls) or one CLI
+/// call (whatever is still running when the call returns is stopped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session {
+    Server,
+    OneShot,
+}
+
+/// Why a session could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("workspace {path}: {source}")]
+    Workspace {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("policy: {0}")]
+    Policy(String),
+    #[error("sandbox: {0}")]
+    Sandbox(String),
+}
+
+impl Env {
+    pub fn new(profile: Profile, session: Session) -> Result<Env, SetupError> {
+        let guard = PathGuard::new(
+            &profile.workspace,
+            &profile.read_roots,
+            &profile.skills.dirs,
+        )
+        .map_err(|e| SetupError::Workspace {
+            path: profile.workspace.display().to_string(),
+            source: e,
+        })?;
+        let skills = SkillIndex::discover(&guard);
+        let policy = if profile.tools.iter().any(|g| g == "shell" || g == "mcp")
+            && profile.shell.exec_boundary != ExecBoundary::Off
+        {
+            Some(Arc::new(match &profile.policy {
+                Some(p) => Policy::load(p).map_err(|e| SetupError::Policy(e.0))?,
+                None => Policy::embedded(),
+            }))
+        } else {
+            None
+        };
+        let tasks = Arc::new(TaskTable::new(Limits {
+            max_live: profile.shell.max_tasks,
+            max_kept: 64,
+            keep_ended: std::time::Duration::from_secs(30 * 60),
+            buffer_bytes: profile.shell.buffer_bytes,
+        }));
+        let private = PrivateDirs::create().map_err(|e| {
+            SetupError::Sandbox(format!(
+                "cannot create the private temporary directory: {e}"
+            ))
+        })?;
+        let board = Board::new(profile.todo.file.clone());
+        let limits = Arc::new(crate::core::SessionLimits::new(
+            profile.output.max_chars,
+            profile.shell.max_yield_ms,
+            profile.shell.default_yield_ms,
+        ));
+        let mut env = Env {
+            profile,
+            limits,
+            guard,
+            skills,
+            ledger: Ledger::default(),
+            stripes: Stripes::default(),
+            tasks,
+            board,
+            session,
+            policy,
+            gated_shell: std::sync::OnceLock::new(),
+            gate: std::sync::OnceLock::new(),
+            kernel_gate: std::sync::OnceLock::new(),
+            approver: ApproverSlot::default(),
+            approvals: crate::boundary::PendingApprovals::default(),
+            private,
+            sandbox: None,
+            sandbox_status: std::sync::OnceLock::new(),
+            network: std::sync::OnceLock::new(),
+            checkpoints: None,
+        };
+        env.checkpoints = env.checkpoint_slot();
+        env.sandbox = env.build_sandbox()?;
+        Ok(env)
+    }
+
+    /// The checkpoints' slot (nothing is opened or made yet).
+    fn checkpoint_slot(&self) -> Option<Arc<crate::checkpoint::Slot>> {
+        let changing = ["edit", "shell", "mcp", "checkpoints"];
+        if !self.profile.checkpoints.on
+            || !self
+                .profile
+                .tools
+                .iter()
+                .any(|g| changing.contains(&g.as_str()))
+        {
+            return None;
+        }
+        let session = match self.session {
+            Session::Server => format!("serve {}", std::process::id()),
+            Session::OneShot => format!("call {}", std::process::id()),
+        };
+        Some(Arc::new(crate::checkpoint::Slot::new(
+            &self.profile,
+            &session,
+            self.session == Session::Server,
+        )))
+    }
+
+    fn shell_on(&self) -> bool {
+        self.profile.tools.iter().any(|g| g == "shell")
+    }
+}

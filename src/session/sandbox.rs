@@ -1,0 +1,159 @@
+//! The Landlock fences of a session: what the server itself must reach beside the
+//! profile's fences, the server's own layer, and the layer each task gets.
+
+use std::path::{Path, PathBuf};
+
+use crate::core::ToolError;
+use crate::guard::landlock::{Extras, Layer, Sandbox, Status};
+use crate::net::fence::TaskNet;
+
+use super::{Env, SetupError};
+
+impl Env {
+    /// The fences from the profile plus what this server itself must reach: its private
+    /// directories, its own binary, the shells it may start, and the log files it
+    /// appends to (created when it enters the sandbox).
+    pub(super) fn build_sandbox(&self) -> Result<Option<Sandbox>, SetupError> {
+        if self.profile.landlock.mode == crate::profile::LandlockMode::Off {
+            return Ok(None);
+        }
+        let mut extras = Extras {
+            private: vec![self.private.tmp.clone(), self.private.run.clone()],
+            ..Extras::default()
+        };
+        if let Ok(exe) = std::env::current_exe() {
+            extras.programs.push(exe);
+        }
+        if let Some(c) = &self.checkpoints {
+            // The server keeps checkpoints there (made when it enters the sandbox); its
+            // commands never see the store.
+            extras.server_private.push(c.dir().to_path_buf());
+        }
+        if self.shell_on()
+            && let Some(plain) =
+                crate::shell::spawn::find_shell(self.profile.shell.program.as_deref())
+        {
+            // The configured shell may live outside the system roots (and a zsh needs
+            // its modules, in ../lib/zsh beside its bin/).
+            let plain = plain.canonicalize().unwrap_or(plain);
+            if let Some(modules) = plain
+                .parent()
+                .and_then(Path::parent)
+                .map(|p| p.join("lib/zsh"))
+            {
+                extras.programs.push(modules);
+            }
+            extras.programs.push(plain);
+        }
+        if self.shell_on() && self.policy.is_some() {
+            // Every place the gated zsh may be found (it is probed later, inside the
+            // sandbox), with its whole prefix: its modules load from lib/ under it.
+            extras.programs.extend(crate::boundary::gate_program());
+            for zsh in crate::boundary::gated_shell_candidates(self.profile.shell.zsh.as_deref()) {
+                if let Ok(zsh) = zsh.canonicalize()
+                    && let Some(prefix) = zsh.parent().and_then(Path::parent)
+                {
+                    extras.programs.push(prefix.to_path_buf());
+                }
+            }
+            let files = [
+                &self.profile.shell.audit_log,
+                &self.profile.shell.approvals_file,
+            ];
+            extras.files.extend(files.into_iter().flatten().cloned());
+        }
+        if self.profile.tools.iter().any(|g| g == "web") {
+            extras.server_connect = crate::web::server_ports(&self.profile.web);
+        }
+        let net = &self.profile.network;
+        if net.on()
+            && self
+                .profile
+                .tools
+                .iter()
+                .any(|g| g == "shell" || g == "mcp")
+        {
+            // The network fence records each connection in the audit log, and its proxy
+            // connects out for the tasks (on the allowed ports, under network = "deny").
+            let files = [
+                &self.profile.shell.audit_log,
+                &self.profile.shell.approvals_file,
+            ];
+            for file in files.into_iter().flatten() {
+                if !extras.files.contains(file) {
+                    extras.files.push(file.clone());
+                }
+            }
+            extras.server_connect.extend(&net.ports);
+            extras.read.extend(net.ca_files.iter().map(PathBuf::from));
+            // Without root, a task's network namespace lives in a user namespace whose
+            // uid and gid maps its supervisor writes in /proc/self (see net::netns).
+            // SAFETY: geteuid cannot fail.
+            let root = unsafe { nix::libc::geteuid() } == 0;
+            if !root && net.kernel != crate::profile::network::KernelFence::Landlock {
+                extras.server_write.push(PathBuf::from("/proc"));
+            }
+        }
+        let p = &self.profile;
+        let readable = p.read_roots.iter().chain(&p.skills.dirs);
+        let sandbox = Sandbox::new(&p.landlock, &p.workspace, readable, &extras)
+            .map(|s| s.declared_in(p.source_name(), p.source.is_some()));
+        if let Some(s) = &sandbox {
+            // Bad combinations (enforce on a kernel that cannot) stop start-up here.
+            s.check(Layer::Task).map_err(SetupError::Sandbox)?;
+        }
+        Ok(sandbox)
+    }
+
+    /// Put the server itself inside its Landlock fences. Call on the main thread before
+    /// any other thread starts (the async runtime included): Landlock restricts the
+    /// calling thread and what it starts afterwards.
+    pub fn enter_sandbox(&self) -> Result<&Status, String> {
+        if let Some(c) = &self.checkpoints {
+            // The store must be there before the server's layer names it; a store that
+            // cannot be made is said in each call's `checkpoint_missing`.
+            let _ = c.get();
+        }
+        let status = match &self.sandbox {
+            Some(s) => {
+                for warning in s.create_files()? {
+                    tracing::warn!("[landlock] presets: {warning}");
+                }
+                s.apply(Layer::Server)?
+            }
+            None => Status::off(),
+        };
+        Ok(self.sandbox_status.get_or_init(|| status))
+    }
+
+    /// What the kernel enforces for this server's commands: the task layer's status
+    /// (Landlock off, when the server never entered its sandbox).
+    pub fn sandbox_status(&self) -> Status {
+        match (&self.sandbox, self.sandbox_status.get()) {
+            // The kernel refused the server's own layer: it will refuse the tasks' too.
+            (Some(_), Some(server)) if server.unavailable.is_some() => server.clone(),
+            (Some(s), _) => s.status(Layer::Task),
+            (None, _) => Status::off(),
+        }
+    }
+
+    /// Whether the server itself runs inside its fences.
+    pub fn in_sandbox(&self) -> bool {
+        self.sandbox_status
+            .get()
+            .is_some_and(|s| s.unavailable.is_none())
+    }
+
+    /// The task's Landlock layer as the supervisor gets it: the session's, with the
+    /// network fence's proxy port when it falls back to Landlock.
+    pub fn task_sandbox(&self, net: Option<&TaskNet>) -> Result<Option<String>, ToolError> {
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(None);
+        };
+        let mut sandbox = sandbox.clone();
+        sandbox.proxy_port = net.and_then(|n| n.connect_port);
+        serde_json::to_string(&sandbox)
+            .map(Some)
+            .map_err(|e| ToolError::internal(format!("cannot hand the sandbox to the task: {e}")))
+    }
+}
