@@ -36,9 +36,9 @@ use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::config::ProxyConfig;
 use super::credential::{Credentials, Leak, provider};
 use super::head::Target;
-use super::proxy::ProxyConfig;
 use super::record::Outcome;
 use super::relay::Counters;
 

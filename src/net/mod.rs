@@ -85,6 +85,7 @@
 //! - An upstream MCP server's `ask` on the 2026-07-28 lifecycle has no shell call to
 //!   carry it (as for its exec asks): it waits for the approval timeout, then `on_ask`.
 
+mod config;
 pub mod credential;
 pub mod decide;
 pub mod fence;

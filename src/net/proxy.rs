@@ -13,59 +13,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::credential::{self, Credentials};
+pub use super::config::ProxyConfig;
+use super::credential;
 use super::decide::{Decide, Decision};
 use super::head::{self, HeadError, Target};
 use super::intercept::{self, Tally};
 use super::record::{ConnectionRecord, Kind, Outcome, Sink};
 use super::relay::{self, Counters, End};
 use super::resolve::Resolve;
-use crate::web::address::{AllowList, canonical, private_kind};
-
-/// The proxy's limits and its address exemptions.
-#[derive(Debug, Clone)]
-pub struct ProxyConfig {
-    /// Addresses and CIDR blocks reachable although loopback/private/link-local.
-    pub allow_private: AllowList,
-    /// Client connections served at once; one more is answered 503 and closed.
-    pub max_connections: usize,
-    /// A request head (request line and headers) past this is answered 431.
-    pub max_header_bytes: usize,
-    /// A connection with no byte either way for this long is closed.
-    pub idle_timeout: Duration,
-    /// The whole request head must arrive within this.
-    pub head_timeout: Duration,
-    /// Resolving the name, and then connecting to each address.
-    pub connect_timeout: Duration,
-    /// Credentials the task never sees ([`super::credential`]): their placeholders are
-    /// swapped in requests to their hosts (whose TLS the proxy then ends) and refused
-    /// elsewhere.
-    pub credentials: Option<Arc<Credentials>>,
-    /// Roots trusted for credential hosts' certificates besides Mozilla's and the
-    /// system's (a test's CA, a corporate one).
-    pub upstream_roots: Vec<CertificateDer<'static>>,
-}
-
-impl Default for ProxyConfig {
-    fn default() -> ProxyConfig {
-        ProxyConfig {
-            allow_private: AllowList::default(),
-            max_connections: 256,
-            max_header_bytes: 64 * 1024,
-            idle_timeout: Duration::from_secs(300),
-            head_timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(10),
-            credentials: None,
-            upstream_roots: Vec::new(),
-        }
-    }
-}
+use crate::web::address::{canonical, private_kind};
 
 /// What every door of one proxy shares: the limits, the resolver, the connection slots.
 struct Shared {

@@ -1,0 +1,206 @@
+//! `whalebox doctor`: what this machine and profile give each fence.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+use whalebox::tools::Session;
+
+use crate::ProfileArgs;
+use crate::setup::{presets_line, setup};
+
+pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
+    let (_registry, env) = match setup(args, Session::OneShot) {
+        Ok(ok) => ok,
+        Err(code) => return code,
+    };
+    let landlock = env.sandbox_status();
+    let server = env
+        .sandbox
+        .as_ref()
+        .map(|s| s.status(whalebox::guard::landlock::Layer::Server));
+    let zsh = if env.policy.is_some() {
+        match env.gated_shell() {
+            Ok(g) => json!({"found": true, "zsh": g.zsh, "gate": g.gate}),
+            Err(why) => json!({"found": false, "why": why}),
+        }
+    } else {
+        json!({"found": false, "why": "the exec boundary is off (or the shell group is)"})
+    };
+    let kernel_gate = match env.kernel_gate() {
+        Ok(()) => json!({"works": true}),
+        Err(why) => json!({"works": false, "why": why}),
+    };
+    let net = &env.profile.network;
+    let fence = env.network();
+    let network = match &fence {
+        Ok(Some(f)) => json!({
+            "mode": net.mode,
+            "enforcement": f.enforcement(),
+            "summary": f.enforcement().describe(),
+            "still_open": f.enforcement().still_open(),
+            "allow_domains": net.allow_domains,
+            "deny_domains": net.deny_domains,
+            "on_new_domain": net.on_new_domain,
+            "ports": net.ports,
+        }),
+        Ok(None) => json!({"mode": net.mode}),
+        Err(why) => json!({"mode": net.mode, "error": why}),
+    };
+    // Read, never made: the doctor writes nothing.
+    let kept = |dir: &std::path::Path| {
+        std::fs::read_dir(dir.join("records"))
+            .map(|l| {
+                l.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let checkpoints = match &env.checkpoints {
+        None => json!({"on": false}),
+        Some(c) => json!({
+            "on": true,
+            "store": c.dir(),
+            "changes_found_by": whalebox::checkpoint::server_method(&env.profile),
+            "checkpoints": kept(c.dir()),
+            "exclude": env.profile.checkpoints.exclude,
+        }),
+    };
+    let report = json!({
+        "checkpoints": checkpoints,
+        "network": network,
+        "profile": env.profile.source_name(),
+        "workspace": env.guard.workspace(),
+        "landlock": landlock,
+        "landlock_server": server,
+        "private_tmp": env.private.tmp,
+        "exec_boundary": env.profile.shell.exec_boundary,
+        "gated_zsh": zsh,
+        "kernel_exec_gate": kernel_gate,
+        "policy": env.profile.policy.as_ref().map(|p| p.display().to_string())
+            .unwrap_or_else(|| "embedded default".into()),
+        "presets": env.profile.landlock.presets,
+        "git": env.profile.git,
+        "presets_auto": env.profile.landlock.presets_auto.as_ref().map(|found| {
+            found.iter().map(|(p, marker)| json!({"preset": p, "marker": marker})).collect::<Vec<_>>()
+        }),
+        "preset_paths": env.profile.landlock.preset_paths,
+    });
+    if as_json {
+        println!("{report:#}");
+        return ExitCode::SUCCESS;
+    }
+    println!("profile:    {}", env.profile.source_name());
+    println!("workspace:  {}", env.guard.workspace().display());
+    println!("landlock:   {}", landlock.summary());
+    if landlock.kernel_abi == 0 {
+        println!(
+            "            what to do: use Linux 5.13 or newer with Landlock enabled (lsm=...,landlock), \
+             or in a container allow the landlock_* syscalls in its seccomp profile"
+        );
+    }
+    println!("tmpdir:     {} (private, 0700)", env.private.tmp.display());
+    match &env.checkpoints {
+        None => println!("checkpoints: off"),
+        Some(c) => println!(
+            "checkpoints: {} in {} (private, 0700, reached by the server only); changes found by {}",
+            kept(c.dir()),
+            c.dir().display(),
+            whalebox::checkpoint::server_method(&env.profile)
+        ),
+    }
+    if let Some(linked) = &env.profile.git.linked {
+        let root = linked.read_root().display();
+        match env.profile.git.main_worktree {
+            whalebox::profile::MainWorktree::Read => println!(
+                "git:        a linked worktree of {root}: read-only; git may write {} \
+                 ([git] main_worktree = \"read\")",
+                linked
+                    .commit_paths()
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            whalebox::profile::MainWorktree::Off => println!(
+                "git:        a linked worktree of {root}, closed ([git] main_worktree = \"off\"): \
+                 git fails here"
+            ),
+        }
+    }
+    let l = &env.profile.landlock;
+    println!("presets:    {}", presets_line(l));
+    if !l.presets.is_empty() {
+        for p in &l.preset_paths {
+            println!(
+                "            {:<6} {:<16} {} ({}{})",
+                p.preset.name(),
+                p.access,
+                p.path.display(),
+                p.what,
+                if p.exists {
+                    ""
+                } else {
+                    "; created when the sandbox is entered"
+                }
+            );
+        }
+    }
+    match env.gated_shell() {
+        Ok(g) if env.policy.is_some() => println!(
+            "gated zsh:  {} (exec_boundary = {})",
+            g.zsh.display(),
+            json!(env.profile.shell.exec_boundary)
+        ),
+        Ok(_) => println!("gated zsh:  not used (exec boundary off)"),
+        Err(why) => println!("gated zsh:  not found: {why}"),
+    }
+    match env.kernel_gate() {
+        Ok(()) => println!(
+            "exec gate:  kernel (seccomp + ptrace): every exec of every process of a task is decided{}",
+            if env.policy.is_some() {
+                ""
+            } else {
+                " (not used: the exec boundary is off)"
+            }
+        ),
+        Err(why) => {
+            println!("exec gate:  the kernel gate cannot run here: {why}");
+            println!(
+                "            what it means: only the gated zsh's own execs are decided; \
+                 exec_boundary = \"required\" refuses to run commands"
+            );
+            println!(
+                "            what to do: allow ptrace and seccomp for whalebox (a container's \
+                 seccomp profile, Yama ptrace_scope < 3), on x86_64"
+            );
+        }
+    }
+    match &fence {
+        Ok(Some(f)) => {
+            println!("network:    {}", f.enforcement().describe());
+            for open in f.enforcement().still_open() {
+                println!("            still open: {open}");
+            }
+            println!(
+                "            allowed: {}; unlisted hosts: {} ([network] on_new_domain); ports: {}",
+                if net.allow_domains.is_empty() {
+                    "no host".to_string()
+                } else {
+                    net.allow_domains.join(", ")
+                },
+                json!(net.on_new_domain).as_str().unwrap_or_default(),
+                if net.ports.is_empty() {
+                    "any".to_string()
+                } else {
+                    format!("{:?}", net.ports)
+                }
+            );
+        }
+        Ok(None) => println!(
+            "network:    off ([network] mode = \"off\"): commands reach the network directly"
+        ),
+        Err(why) => println!("network:    {why}; commands will not run"),
+    }
+    ExitCode::SUCCESS
+}
