@@ -4,7 +4,9 @@
 //! decision is appended to the audit log (JSONL) when the profile names one. The server
 //! and its directory go away when it is dropped.
 
-pub mod kernel;
+/// The kernel exec gate (the `whalebox-sandbox` crate), which asks this module's
+/// decision server about every exec.
+pub use whalebox_sandbox::kernel;
 mod pending;
 pub mod tty;
 
@@ -394,12 +396,7 @@ fn reply(writer: &Mutex<UnixStream>, id: Option<u64>, decision: Decision, reason
     }
 }
 
-/// Whether an exec is made by a program other than the task's shell (the policy's
-/// `default_nested` applies to it): the kernel gate saw it, and a program below the
-/// task's first one makes it. zsh's own gate only ever asks about zsh's commands.
-pub fn nested(via: Option<&str>, chain_len: usize) -> bool {
-    via == Some("kernel") && chain_len > 1
-}
+pub use kernel::nested;
 
 /// What a question is decided on: the program, or a script's interpreter when that is
 /// the stricter of the two (both verdicts' rules are kept).

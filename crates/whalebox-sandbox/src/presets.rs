@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use std::path::Path;
-//! use whalebox::guard::presets::{Context, Kind, Preset};
+//! use whalebox_sandbox::presets::{Context, Kind, Preset};
 //!
 //! let ctx = Context { home: Some(Path::new("/home/me")), cwd: Path::new("/"), var: &|_| None };
 //! let rust = Preset::Rust.resolve(&ctx);

@@ -874,7 +874,7 @@ enum Cause<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guard::presets::{self, Context};
+    use crate::presets::{self, Context};
 
     /// A sandbox with the workspace /ws, the given presets on (their paths granted as
     /// `from_profile` would) and every preset's hints, for a home of /home/me.

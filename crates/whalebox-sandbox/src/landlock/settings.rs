@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::guard::presets::{Excluded, Preset, PresetPath};
+use crate::presets::{Excluded, Preset, PresetPath};
 
 /// `[landlock] mode`.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]

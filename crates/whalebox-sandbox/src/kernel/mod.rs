@@ -18,7 +18,14 @@ pub mod tracee;
 pub mod tracer;
 
 /// Why the kernel gate cannot work on this build (None: it can be tried; whether the
-/// kernel allows it is found out by starting it, see `session::Env::kernel_gate`).
+/// kernel allows it is found out by starting it, see whalebox's `session::Env::kernel_gate`).
 pub fn unsupported() -> Option<String> {
     filter::target_arch().err()
+}
+
+/// Whether an exec is made by a program other than the task's shell (the policy's
+/// `default_nested` applies to it): the kernel gate saw it, and a program below the
+/// task's first one makes it. zsh's own gate only ever asks about zsh's commands.
+pub fn nested(via: Option<&str>, chain_len: usize) -> bool {
+    via == Some("kernel") && chain_len > 1
 }

@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use super::link::{Server, frame};
 use super::start;
 use super::tracee::{self, ExecCall, FileId, Loaded};
-use crate::policy::{Decision, Policy};
+use whalebox_policy::{Decision, Policy};
 
 /// How often batched audit records go to the server.
 const RECORDS_EVERY_MS: u16 = 20;
@@ -369,7 +369,7 @@ impl Tracer {
         let Some(policy) = &self.policy else {
             return false;
         };
-        let nested = crate::boundary::nested(
+        let nested = super::nested(
             request["via"].as_str(),
             request["chain"].as_array().map_or(0, Vec::len),
         );
