@@ -9,7 +9,7 @@ use super::repair::Repair;
 
 /// Result codes: a closed set. `ok` for success, every other code is an error whose
 /// `text` ends with the next step to take. Later tool groups add their own codes here,
-/// so the full set stays documented in one place (and in README.md).
+/// so the full set stays documented in one place (and in the manual: docs/src/tools/answers.md).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum Code {

@@ -4,8 +4,8 @@
 //! call out at 60 s; Claude Code loads MCP tools lazily unless told otherwise. The fit
 //! lowers whalebox's limits below each client's and names the tool hints it honours; a
 //! profile's `[output.clients."NAME"]` replaces the built-in entry, `[output]
-//! fit_to_client = false` turns the built-in ones off. The README's client table says
-//! the same.
+//! fit_to_client = false` turns the built-in ones off. The manual's client table
+//! (docs/src/setup/claude-code-and-codex.md) says the same.
 
 use serde_json::{Map, Value, json};
 

@@ -1,7 +1,7 @@
 """Run the real Claude Code and Codex CLI, headless, against whalebox and a scripted model.
 
 Each run gets a fresh HOME (and CODEX_HOME), whalebox configured as an MCP server the way the
-README shows, the model server of model.py as its API *and* its proxy, a timeout, and its own
+manual shows, the model server of model.py as its API *and* its proxy, a timeout, and its own
 process group. The result is a Transcript: what each client handed the model as each tool's
 result, every model request body, any host the client tried to reach besides 127.0.0.1, and
 the client's own output.
@@ -185,7 +185,7 @@ def run_claude(workspace: pathlib.Path, script: list, *, server_entry: dict | No
                tmp: pathlib.Path | None = None, command: list[str] | None = None) -> Transcript:
     """Run `claude -p` in `workspace` with whalebox as its only MCP server.
 
-    server_entry: keys applied over the README's entry
+    server_entry: keys applied over the manual's entry (docs/src/setup/clients.md)
       {"type": "stdio", "command": WHALEBOX_BIN, "args": ["serve"], "alwaysLoad": true};
       a value of None removes a key (e.g. {"alwaysLoad": None} to get deferred tools).
     command: the MCP server's command line instead of [WHALEBOX_BIN, "serve"] (probes).

@@ -1,6 +1,6 @@
 """What the model reads when whalebox serves the real clients (Claude Code, Codex CLI), each
 driven headless by a scripted model on 127.0.0.1 (harness.py, model.py), with whalebox set up
-as the README says: whalebox's own text, an error's code at its head, limits the client does
+as the manual says (docs/src/setup/): whalebox's own text, an error's code at its head, limits the client does
 not cut or spill, and nothing sent off this machine."""
 
 import json
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+SETUP = pathlib.Path(__file__).resolve().parents[2] / "docs" / "src" / "setup"
 ZSH = pathlib.Path(__file__).resolve().parents[2] / "target" / "zsh" / "bin" / "zsh"
 
 
@@ -174,10 +174,11 @@ def test_what_the_client_offers_the_model(client, workspace):
     assert not re.search(r"Tools for the workspace[^\"]*  ", blob), "no whitespace runs in the instructions"
 
 
-def test_the_readme_headless_forms_are_the_ones_tested():
-    """The README's CI forms carry what the harness runs with: Claude Code's permission for
-    whalebox's tools, Codex's approval of them."""
-    text = README.read_text()
+def test_the_manual_headless_forms_are_the_ones_tested():
+    """The manual's CI forms (headless.md) carry what the harness runs with: Claude Code's
+    permission for whalebox's tools, Codex's approval of them; claude-code-and-codex.md names
+    the versions tested."""
+    text = (SETUP / "headless.md").read_text()
     section = text.split("<!-- headless:begin -->")[1].split("<!-- headless:end -->")[0]
     assert "--allowedTools mcp__whalebox" in section
     assert "--strict-mcp-config" in section
@@ -185,4 +186,6 @@ def test_the_readme_headless_forms_are_the_ones_tested():
     assert "codex exec" in section
     versions = json.loads((pathlib.Path(__file__).parent / "package.json").read_text())["dependencies"]
     for package, version in versions.items():
-        assert f"{package}@{version}" in text, f"the README names the tested {package} version"
+        assert f"{package}@{version}" in (SETUP / "claude-code-and-codex.md").read_text(), (
+            f"the manual names the tested {package} version"
+        )

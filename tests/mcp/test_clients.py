@@ -1,8 +1,8 @@
-"""The README's client snippets (between `<!-- clients:begin -->` and `<!-- clients:end -->`),
+"""The manual's client snippets (docs/src/setup/clients.md, between `<!-- clients:begin -->` and `<!-- clients:end -->`),
 each parsed the way its client reads it and its command line started, as that client would
 start it, through a real MCP `initialize` and `tools/list` with the real Python client.
 
-How each client starts a stdio server (see the README's table): Claude Code, Codex and Goose
+How each client starts a stdio server (see that chapter's table): Claude Code, Codex and Goose
 start it in the directory they run in (the workspace here) and have no workspace variable;
 Cursor and VS Code resolve `${workspaceFolder}`. Those two are started from an unrelated
 directory, so the snippet itself must name the workspace.
@@ -24,7 +24,9 @@ import pytest
 import yaml
 from mcp import Client, StdioServerParameters
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+# The README shows one of these per client; tests/docs.rs checks each is one of these, verbatim.
+CLIENTS = pathlib.Path(__file__).resolve().parents[2] / "docs/src/setup/clients.md"
+NAME = "docs/src/setup/clients.md"
 BEGIN, END = "<!-- clients:begin -->", "<!-- clients:end -->"
 NIX_FLAKE = ["nix", "run", "github:whalebox/whalebox"]
 # Each client, the snippet languages it has; every one in both forms, exactly once.
@@ -64,7 +66,7 @@ class Snippet:
     client: str
     lang: str
     text: str
-    line: int  # where it starts in README.md
+    line: int  # where it starts in CLIENTS
 
     @property
     def form(self) -> str:
@@ -75,7 +77,7 @@ class Snippet:
         return f"{self.client}-{self.lang}-{self.form}".replace(" ", "_")
 
     def where(self) -> str:
-        return f"README.md:{self.line} ({self.client}, {self.lang}, {self.form})"
+        return f"{NAME}:{self.line} ({self.client}, {self.lang}, {self.form})"
 
 
 @dataclasses.dataclass
@@ -92,7 +94,7 @@ class Launch:
 def extract(text: str) -> list:
     """Every snippet between the markers: each fenced block, and each command line of an sh block,
     attributed to the client named by the last `**Client**` paragraph before it."""
-    assert text.count(BEGIN) == 1 and text.count(END) == 1, f"README.md needs one {BEGIN} and one {END}"
+    assert text.count(BEGIN) == 1 and text.count(END) == 1, f"{NAME} needs one {BEGIN} and one {END}"
     first = text[: text.index(BEGIN)].count("\n") + 1
     lines = text[text.index(BEGIN) : text.index(END)].split("\n")
     snippets, client, fence = [], None, None
@@ -102,11 +104,12 @@ def extract(text: str) -> list:
             named = re.match(r"\*\*(.+?)\*\*", line)
             if named:
                 client = named.group(1)
-                assert client in EXPECTED, f"README.md:{lineno}: unknown client {client!r}"
+                assert client in EXPECTED, f"{NAME}:{lineno}: unknown client {client!r}"
             if line.startswith("```"):
-                lang = line[3:].strip()
-                assert lang in {"sh", "json", "toml", "yaml"}, f"README.md:{lineno}: code block language {lang!r}"
-                assert client, f"README.md:{lineno}: code block before any **Client** paragraph"
+                # The info string's first word; the rest are markers (`client`: CONTRIBUTING.md).
+                lang = (line[3:].split() or [""])[0]
+                assert lang in {"sh", "json", "toml", "yaml"}, f"{NAME}:{lineno}: code block language {lang!r}"
+                assert client, f"{NAME}:{lineno}: code block before any **Client** paragraph"
                 fence = (lang, lineno, [])
         elif line.startswith("```"):
             lang, start, body = fence
@@ -120,11 +123,11 @@ def extract(text: str) -> list:
                 snippets.append(Snippet(client, lang, "\n".join(body), start + 1))
         else:
             fence[2].append(line)
-    assert fence is None, f"README.md:{fence[1]}: code block never closed"
+    assert fence is None, f"{NAME}:{fence[1]}: code block never closed"
     return snippets
 
 
-SNIPPETS = extract(README.read_text())
+SNIPPETS = extract(CLIENTS.read_text())
 
 
 def entry(data, *path):
