@@ -10,139 +10,36 @@
 //! - **variables only**: neither works here; tools that honour the proxy variables go
 //!   through it, anything else goes straight out (`mode = "enforce"` refuses to run).
 
-use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
+mod ask;
+mod enforcement;
+mod handoff;
+mod tasklog;
+
+use std::collections::HashMap;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::credential::{Credential, Credentials, Sending, trust_env};
-use super::decide::{Decide, Decision, DecisionFuture, Rules, Verdict};
+use super::decide::{Decide, Rules};
 use super::proxy::{Door, DoorConfig, Egress, ProxyConfig};
-use super::record::{ConnectionRecord, Kind, Outcome, Sink};
+use super::record::Sink;
 use super::resolve::{Resolve, StaticResolver, SystemResolver};
-use super::{netns, sockets};
-use crate::boundary::{Approval, ApprovalRequest, ApproverSlot, OnAsk};
-use crate::policy::network::judge;
-use crate::policy::{Decision as PolicyDecision, NetworkRule};
-use crate::profile::network::{FenceMode, KernelFence, NetworkSection, OnNewDomain};
+use crate::boundary::{ApproverSlot, OnAsk};
+use crate::policy::NetworkRule;
+use crate::profile::network::{FenceMode, NetworkSection, OnNewDomain};
+
+use ask::TaskDecide;
+pub use enforcement::{Enforcement, detect};
+use handoff::Handoff;
+use tasklog::{Entry, TaskLog, forget_oldest_ended};
 
 /// The port a task's door listens on inside its own namespace (any port is free there).
 pub const NAMESPACE_PORT: u16 = 3128;
-
-/// How a task's connections are kept to the proxy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Enforcement {
-    /// Each task in its own network namespace.
-    Namespace { user_namespace: bool },
-    /// Landlock TCP connect to the door's port, and the socket filter.
-    Landlock { abi: i32 },
-    /// Only the variables: nothing in the kernel.
-    VariablesOnly { why: String },
-}
-
-impl Enforcement {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Enforcement::Namespace { .. } => "namespace",
-            Enforcement::Landlock { .. } => "landlock",
-            Enforcement::VariablesOnly { .. } => "variables-only",
-        }
-    }
-
-    /// What a task can still reach without the proxy.
-    pub fn still_open(&self) -> Vec<String> {
-        match self {
-            Enforcement::Namespace { .. } => vec![
-                "pathname unix sockets the file fences leave reachable (Landlock before ABI 9 does not restrict connecting to them)".into(),
-            ],
-            Enforcement::Landlock { .. } => vec![
-                "TCP to any address on the proxy's port number".into(),
-                "pathname unix sockets the file fences leave reachable".into(),
-                "loopback services of this machine other than the proxy are closed too (Landlock decides by port, not address)".into(),
-            ],
-            Enforcement::VariablesOnly { why } => vec![format!(
-                "everything: a program that ignores HTTP_PROXY connects directly ({why})"
-            )],
-        }
-    }
-
-    /// One line for `whalebox doctor` and the server's instructions.
-    pub fn describe(&self) -> String {
-        match self {
-            Enforcement::Namespace {
-                user_namespace: false,
-            } => "each command in its own network namespace: the proxy is its only way out".into(),
-            Enforcement::Namespace {
-                user_namespace: true,
-            } => "each command in its own (unprivileged) network namespace: the proxy is its only way out".into(),
-            Enforcement::Landlock { abi } => format!(
-                "no network namespaces here; Landlock (ABI {abi}) lets TCP connect to the proxy's port only, seccomp refuses UDP and raw sockets"
-            ),
-            Enforcement::VariablesOnly { why } => format!(
-                "only the proxy variables, no kernel fence ({why}): a program that ignores them connects directly"
-            ),
-        }
-    }
-}
-
-/// What this machine offers, found once per process (the namespace probe starts a
-/// process).
-#[derive(Debug, Clone)]
-struct Machine {
-    namespace: Result<netns::Made, String>,
-    landlock_abi: i32,
-    socket_filter: Result<(), String>,
-}
-
-fn machine() -> &'static Machine {
-    static FOUND: OnceLock<Machine> = OnceLock::new();
-    FOUND.get_or_init(|| Machine {
-        namespace: netns::probe(),
-        landlock_abi: crate::guard::landlock::kernel_abi(),
-        socket_filter: sockets::filter().map(|_| ()),
-    })
-}
-
-/// The enforcement `choice` gets on this machine, for a session with or without
-/// Landlock (the fallback is a Landlock rule).
-pub fn detect(choice: KernelFence, landlock_on: bool) -> Enforcement {
-    let m = machine();
-    let landlock = || -> Result<Enforcement, String> {
-        if !landlock_on {
-            return Err("[landlock] mode = \"off\" leaves no Landlock fallback".into());
-        }
-        if m.landlock_abi < 4 {
-            return Err(format!(
-                "Landlock ABI {} has no TCP rules (needs 4)",
-                m.landlock_abi
-            ));
-        }
-        m.socket_filter.clone()?;
-        Ok(Enforcement::Landlock {
-            abi: m.landlock_abi,
-        })
-    };
-    let namespace = || {
-        m.namespace.clone().map(|made| Enforcement::Namespace {
-            user_namespace: made == netns::Made::WithUser,
-        })
-    };
-    let found = match choice {
-        KernelFence::Auto => {
-            namespace().or_else(|ns| landlock().map_err(|ll| format!("{ns}; {ll}")))
-        }
-        KernelFence::Namespace => namespace(),
-        KernelFence::Landlock => landlock(),
-    };
-    found.unwrap_or_else(|why| Enforcement::VariablesOnly { why })
-}
 
 /// What a task's spawn needs from the fence.
 #[derive(Debug, Clone)]
@@ -160,76 +57,6 @@ impl TaskNet {
     pub fn token(&self) -> &str {
         &self.token
     }
-}
-
-/// What one task reached and was refused, for its results.
-#[derive(Debug, Default, Clone)]
-struct TaskLog {
-    reached: BTreeMap<(String, u16), Reached>,
-    refused: BTreeMap<(String, u16), Refused>,
-}
-
-#[derive(Debug, Default, Clone, Serialize)]
-struct Reached {
-    connections: u64,
-    bytes_up: u64,
-    bytes_down: u64,
-    /// The programs that connected (the last of each chain), a few.
-    by: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-struct Refused {
-    rule: String,
-    how_to_allow: String,
-    times: u64,
-    by: Vec<String>,
-}
-
-/// Program names kept per host.
-const BY_KEPT: usize = 4;
-
-fn add_by(by: &mut Vec<String>, chain: &Option<Vec<String>>) {
-    if let Some(last) = chain.as_ref().and_then(|c| c.last())
-        && by.len() < BY_KEPT
-        && !by.contains(last)
-    {
-        by.push(last.clone());
-    }
-}
-
-/// Entries kept: past this, the oldest of the ended tasks' are forgotten (the task
-/// table itself keeps 64 ended tasks).
-const ENTRIES_KEPT: usize = 256;
-
-fn forget_oldest_ended(entries: &mut HashMap<String, Entry>) {
-    while entries.len() >= ENTRIES_KEPT {
-        let oldest = entries
-            .iter()
-            .filter(|(_, e)| e.door.is_none() && e.task.is_some())
-            .min_by_key(|(_, e)| e.serial)
-            .map(|(k, _)| k.clone());
-        match oldest {
-            Some(k) => {
-                entries.remove(&k);
-            }
-            None => break,
-        }
-    }
-}
-
-/// Hosts one task may keep in its log (a scanner must not grow memory without bound).
-const LOG_HOSTS: usize = 200;
-
-struct Entry {
-    /// Made in this order (the oldest ended entries are forgotten first).
-    serial: u64,
-    task: Option<String>,
-    /// The task's supervisor, whose descendants' programs are named in the records.
-    pid: Option<i32>,
-    command: String,
-    door: Option<Door>,
-    log: TaskLog,
 }
 
 struct Inner {
@@ -636,19 +463,6 @@ impl NetworkFence {
     }
 }
 
-/// Append "allow HOST" to the approvals file as a `[[network]]` rule.
-fn remember_host(file: &std::path::Path, host: &str, who: &str) -> std::io::Result<()> {
-    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
-    let day = crate::boundary::today();
-    let block = format!(
-        "\n# Allowed for a session by {who} on {day}: a command's connection to {host}\n\
-         [[network]]\nhosts = [{h}]\ndecision = \"allow\"\njustification = {j}\nmatch = [{h}]\n",
-        h = quote(host),
-        j = quote(&format!("approved for a session by {who} on {day}")),
-    );
-    crate::boundary::append_approval(file, &block)
-}
-
 /// Variables for a task's environment.
 type Vars = Vec<(String, String)>;
 
@@ -715,62 +529,6 @@ fn extra_roots(
     Ok(roots)
 }
 
-/// The hand-over thread's state.
-struct Handoff {
-    inner: Arc<Inner>,
-    egress: Egress,
-    runtime: tokio::runtime::Handle,
-}
-
-impl Handoff {
-    fn serve(&self, conn: &mut std::os::unix::net::UnixStream) {
-        let served = match netns::receive(conn) {
-            Ok((token, listener)) => self.open(&token, listener),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = &served {
-            tracing::warn!("network hand-over refused: {e}");
-        }
-        netns::acknowledge(conn, served.is_ok());
-    }
-
-    fn open(&self, token: &str, listener: std::net::TcpListener) -> Result<(), String> {
-        let mut entries = self.inner.entries.lock().map_err(|_| "poisoned")?;
-        let entry = entries
-            .get_mut(token)
-            .ok_or("an unknown token (not a task this session started)")?;
-        if entry.door.is_some() {
-            return Err("this task already has its door".into());
-        }
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("nonblocking: {e}"))?;
-        let _entered = self.runtime.enter();
-        let listener = tokio::net::TcpListener::from_std(listener)
-            .map_err(|e| format!("cannot serve the handed-over port: {e}"))?;
-        let inner = self.inner.clone();
-        let tok = token.to_string();
-        let sink: Sink = Arc::new(move |r| inner.record(&tok, r));
-        let door = self
-            .egress
-            .open(
-                listener,
-                DoorConfig {
-                    decide: Arc::new(TaskDecide {
-                        inner: self.inner.clone(),
-                        token: token.to_string(),
-                    }),
-                    sink,
-                    label: Some(token.to_string()),
-                    identify: Some(self.inner.identify(token)),
-                },
-            )
-            .map_err(|e| format!("cannot serve the handed-over port: {e}"))?;
-        entry.door = Some(door);
-        Ok(())
-    }
-}
-
 impl Inner {
     /// The door's way to name the programs behind a connection.
     fn identify(self: &Arc<Self>, token: &str) -> super::proxy::Identify {
@@ -788,203 +546,6 @@ impl Inner {
             .ok()
             .and_then(|e| e.get(token).map(|e| (e.task.clone(), e.command.clone())))
             .unwrap_or((None, String::new()))
-    }
-
-    fn record(&self, token: &str, r: ConnectionRecord) {
-        let (task, command) = self.task_of(token);
-        if let Some(audit) = &self.audit {
-            let secs = |t: SystemTime| {
-                t.duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_secs_f64())
-                    .unwrap_or(0.0)
-            };
-            let (decision, rule, why) = match &r.outcome {
-                Outcome::Allowed => ("allow", None, None),
-                Outcome::Denied { rule, .. } => ("deny", Some(rule.clone()), None),
-                Outcome::Failed { why } => ("failed", None, Some(why.clone())),
-                Outcome::Rejected { why, .. } => ("rejected", None, Some(why.clone())),
-            };
-            let line = json!({
-                "ts": secs(r.start),
-                "kind": "network",
-                "task": task,
-                "command": command,
-                "request": match r.kind { Kind::Connect => "connect", Kind::Forward => "http", Kind::Unknown => "unknown" },
-                "host": r.host,
-                "port": r.port,
-                "address": r.address.map(|a| a.ip().to_string()),
-                "decision": decision,
-                "rule": rule,
-                "why": why,
-                "bytes_up": r.bytes_up,
-                "bytes_down": r.bytes_down,
-                "duration_ms": r.end.duration_since(r.start).map(|d| d.as_millis() as u64).unwrap_or(0),
-                "note": r.note,
-                "credential": r.credential,
-                "programs": r.programs,
-            });
-            if let Ok(mut f) = audit.lock() {
-                let _ = writeln!(f, "{line}");
-            }
-        }
-        let Some(host) = r.host.clone() else { return };
-        let key = (host, r.port.unwrap_or(0));
-        if let Ok(mut entries) = self.entries.lock()
-            && let Some(e) = entries.get_mut(token)
-        {
-            let log = &mut e.log;
-            let full = log.reached.len() + log.refused.len() >= LOG_HOSTS;
-            match r.outcome {
-                Outcome::Denied { rule, how_to_allow } => {
-                    if let Some(seen) = log.refused.get_mut(&key) {
-                        seen.times += 1;
-                        add_by(&mut seen.by, &r.programs);
-                    } else if !full {
-                        let mut by = Vec::new();
-                        add_by(&mut by, &r.programs);
-                        log.refused.insert(
-                            key,
-                            Refused {
-                                rule,
-                                how_to_allow,
-                                times: 1,
-                                by,
-                            },
-                        );
-                    }
-                }
-                Outcome::Allowed => {
-                    if full && !log.reached.contains_key(&key) {
-                        return;
-                    }
-                    let seen = log.reached.entry(key).or_default();
-                    seen.connections += 1;
-                    seen.bytes_up += r.bytes_up;
-                    seen.bytes_down += r.bytes_down;
-                    add_by(&mut seen.by, &r.programs);
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// Ask about a host (`reason`: why it is asked); the answer holds for the session.
-    fn ask(&self, token: &str, host: &str, port: u16, reason: String) -> Decision {
-        if let Some(allowed) = self.answered.lock().ok().and_then(|a| a.get(host).copied()) {
-            return if allowed {
-                Decision::Allow
-            } else {
-                Decision::deny(
-                    format!("{host} was declined by the person earlier in this session"),
-                    format!("add \"{host}\" to [network] allow_domains in the profile"),
-                )
-            };
-        }
-        // The task's id arrives just after its spawn returns; a connection can be faster.
-        let mut task_id = self.task_of(token).0;
-        for _ in 0..100 {
-            if task_id.is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-            task_id = self.task_of(token).0;
-        }
-        let answer = self.approver.get().and_then(|ask| {
-            ask(&ApprovalRequest {
-                command: format!("connect to {host}:{port}"),
-                reason: reason.clone(),
-                task_id,
-            })
-        });
-        let how = format!(
-            "add \"{host}\" to [network] allow_domains in the profile (or answer the question when asked)"
-        );
-        match answer {
-            Some((approval @ (Approval::Once | Approval::Session), who)) => {
-                if let Ok(mut a) = self.answered.lock() {
-                    a.insert(host.to_string(), true);
-                    // "For the session" is also kept as a rule a person can commit.
-                    if approval == Approval::Session
-                        && let Some(file) = &self.approvals_file
-                        && let Err(e) = remember_host(file, host, who)
-                    {
-                        tracing::warn!("cannot remember the approval in {}: {e}", file.display());
-                    }
-                }
-                Decision::Allow
-            }
-            Some((Approval::Deny, who)) => {
-                if let Ok(mut a) = self.answered.lock() {
-                    a.insert(host.to_string(), false);
-                }
-                Decision::deny(format!("{host} was declined by {who}"), how)
-            }
-            None => match self.on_ask {
-                OnAsk::Allow => Decision::Allow,
-                OnAsk::Deny => Decision::deny(
-                    format!("{reason}, and no one can answer here ([shell] on_ask = \"deny\")"),
-                    how,
-                ),
-            },
-        }
-    }
-}
-
-/// The decider of one task's door: the lists, then (for an unlisted host) the person.
-struct TaskDecide {
-    inner: Arc<Inner>,
-    token: String,
-}
-
-impl Decide for TaskDecide {
-    fn decide<'a>(&'a self, host: &'a str, port: u16) -> DecisionFuture<'a> {
-        Box::pin(async move {
-            // The profile's ports and deny list first; then the policy's rules, the
-            // strictest of which wins over the profile's allow list; then the unlisted.
-            let listed = self.inner.rules.verdict(host, port);
-            if let Verdict::Denied(d) = listed {
-                return d;
-            }
-            let ruled = judge(&self.inner.policy_rules, host, port);
-            let reason = match (ruled, &listed) {
-                (Some(r), _) if r.decision == PolicyDecision::Deny => {
-                    return Decision::deny(
-                        format!(
-                            "{host}:{port} is refused by the policy rule {}",
-                            r.describe()
-                        ),
-                        format!(
-                            "change the rule at {} (the policy file is versioned with the repository)",
-                            r.source
-                        ),
-                    );
-                }
-                (Some(r), _) if r.decision == PolicyDecision::Ask => {
-                    format!("the policy rule {} asks about {host}", r.describe())
-                }
-                (Some(_), _) | (None, Verdict::Allowed) => return Decision::Allow,
-                (None, _) => match self.inner.section.on_new_domain {
-                    OnNewDomain::Allow => return Decision::Allow,
-                    OnNewDomain::Deny => return self.inner.rules.decide_now(host, port),
-                    OnNewDomain::Ask => format!(
-                        "{host} is new, [network] on_new_domain = \"ask\" (in no allow or deny list)"
-                    ),
-                },
-            };
-            let inner = self.inner.clone();
-            let token = self.token.clone();
-            let host = host.to_string();
-            let timeout = inner.ask_timeout;
-            // The approver blocks while a person thinks.
-            let asked = tokio::task::spawn_blocking(move || inner.ask(&token, &host, port, reason));
-            match tokio::time::timeout(timeout + Duration::from_secs(5), asked).await {
-                Ok(Ok(d)) => d,
-                _ => Decision::deny(
-                    "no answer to the question in time",
-                    "add the host to [network] allow_domains in the profile",
-                ),
-            }
-        })
     }
 }
 
