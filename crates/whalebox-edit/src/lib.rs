@@ -14,6 +14,45 @@
 //! Fuzzy levels act only on a unique match, and replace the file's own bytes: lines of
 //! the replacement that equal the corresponding search lines are kept exactly as the
 //! file has them, so only the lines the model changed are touched.
+//!
+//! The model: the engine works on text, never on bytes. A caller decodes the file into a
+//! [`whalebox_text::Document`] (LF text, the file's encoding and endings remembered),
+//! LF-normalizes the model's `search` and `replace` ([`whalebox_text::normalize_input`]),
+//! and applies them: [`apply`] for one edit (an [`Applied`]: the new text, the [`Level`]
+//! that found it, the repairs as [`Tag`]s, the line), or [`steps::apply_steps`] for
+//! several in order ([`steps::Edited`], which also carries the changed regions). Nothing
+//! found, several matches where one is needed, or a request that makes no sense is a
+//! [`Failure`] the model can act on. The document then turns the new text back into
+//! bytes that differ from the file only where the edit changed it.
+//!
+//! ```rust
+//! use whalebox_edit::steps::{Step, apply_steps};
+//! use whalebox_edit::{Failure, Level, Tag};
+//! use whalebox_text::{Document, normalize_input};
+//!
+//! // A CRLF file indented with 4 spaces, one line with trailing blanks.
+//! let file = b"fn main() {\r\n    let x = 1;\r\n    println!(\"{x}\");  \r\n}\r\n";
+//! let doc = Document::decode(file)?;
+//!
+//! // The model quotes the lines from memory: 2-space indentation, no trailing blanks.
+//! let search = normalize_input("  let x = 1;\r\n  println!(\"{x}\");");
+//! let replace = normalize_input("  let x = 2;\r\n  println!(\"{x}\");");
+//! let step = Step { search: &search, replace: &replace, replace_all: false };
+//! let edited = apply_steps(&doc.text, &[step]).expect("found once");
+//! assert_eq!(edited.steps[0].level, Level::WhitespaceRelaxed);
+//! assert_eq!(edited.steps[0].tags, [Tag::WhitespaceNormalized, Tag::IndentationRealigned]);
+//! assert_eq!(edited.steps[0].line, 2);
+//!
+//! // Only the changed line differs: written in the file's indentation and line endings;
+//! // the line the model did not change keeps its own bytes.
+//! let bytes = doc.into_bytes(edited.text, &edited.changes);
+//! assert_eq!(bytes, b"fn main() {\r\n    let x = 2;\r\n    println!(\"{x}\");  \r\n}\r\n");
+//!
+//! // A search that matches twice changes nothing and names both lines.
+//! let twice = whalebox_edit::apply("a = 1\nb = 2\na = 1\n", "a = 1", "a = 3", false);
+//! assert_eq!(twice.unwrap_err(), Failure::NotUnique { level: Level::Exact, lines: vec![1, 3] });
+//! # Ok::<(), whalebox_text::DecodeError>(())
+//! ```
 
 mod diagnose;
 mod fold;

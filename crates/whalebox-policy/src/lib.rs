@@ -4,6 +4,63 @@
 //! `timeout`, `xargs`, …) are unwrapped and the inner command is judged too. Every rule's
 //! `match` / `not_match` examples are checked at load, and a policy that fails to load
 //! stops startup (fail closed).
+//!
+//! The model: a [`Policy`] is loaded once, from a file with [`Policy::load`] (which
+//! follows its `include`s), from TOML text with [`Policy::from_toml`], or as the
+//! [`Policy::embedded`] default; a [`PolicyError`] names the `file:line` at fault. Each
+//! exec is then judged by [`Policy::evaluate`] (the program as resolved, argv as given)
+//! into a [`Verdict`]: the [`Decision`], a reason naming the deciding rule's `file:line`
+//! and justification, and every rule that [`Matched`]. The file's `[[network]]` rules
+//! land in [`Policy::network`] and are judged per host and port by [`network::judge`];
+//! [`classify`] is the shell-command classifier that `allow_read_only` relies on.
+//!
+//! ```rust
+//! use whalebox_policy::{Decision, Policy, network, words};
+//!
+//! let policy = Policy::from_toml(
+//!     r#"
+//! version = 1
+//! default = "ask"
+//! allow_read_only = true
+//!
+//! [[rule]]
+//! pattern = ["git", ["push", "reset"]]
+//! decision = "deny"
+//! justification = "history is rewritten by a person"
+//! match = ["git push origin main", "git reset --hard"]
+//! not_match = ["git status"]
+//!
+//! [[network]]
+//! hosts = ["*.example.com"]
+//! ports = [443]
+//! decision = "allow"
+//! match = ["docs.example.com"]
+//! "#,
+//!     "team.toml",
+//! )?;
+//!
+//! // A rule decides, and says where it is written; wrappers do not hide the command.
+//! let verdict = policy.evaluate("/usr/bin/git", &words("git push origin main"));
+//! assert_eq!(verdict.decision, Decision::Deny);
+//! assert_eq!(verdict.reason, "rule at team.toml:7: history is rewritten by a person");
+//! let wrapped = policy.evaluate("env", &words("env GIT_PAGER=cat git reset --hard"));
+//! assert_eq!(wrapped.decision, Decision::Deny);
+//!
+//! // No rule matches: a certainly read-only command runs, anything else asks.
+//! assert_eq!(policy.evaluate("ls", &words("ls -la")).decision, Decision::Allow);
+//! assert_eq!(policy.evaluate("rm", &words("rm -r build")).decision, Decision::Ask);
+//!
+//! // Hosts: the strictest matching network rule, if any.
+//! let rule = network::judge(&policy.network, "docs.example.com", 443);
+//! assert_eq!(rule.map(|r| r.decision), Some(Decision::Allow));
+//! assert!(network::judge(&policy.network, "example.org", 443).is_none());
+//!
+//! // A rule whose examples disagree with it never loads.
+//! let bad = "version = 1\n[[rule]]\npattern = [\"rm\"]\ndecision = \"deny\"\nmatch = [\"ls\"]";
+//! let error = Policy::from_toml(bad, "broken.toml").unwrap_err();
+//! assert_eq!(error.to_string(), "broken.toml:3: the rule does not match its example `ls`");
+//! # Ok::<(), whalebox_policy::PolicyError>(())
+//! ```
 
 use std::path::{Path, PathBuf};
 
@@ -167,30 +224,37 @@ impl Policy {
         Ok(policy)
     }
 
-    pub fn embedded() -> Policy {
+    /// A policy from TOML text held in memory; `name` stands for the file in rule sources
+    /// and errors (`name:line`). It cannot `include` other files (there is no directory
+    /// to resolve them against): [`Policy::load`] reads a policy from disk.
+    pub fn from_toml(text: &str, name: &str) -> Result<Policy, PolicyError> {
         let mut rules = Vec::new();
         let mut network = Vec::new();
         let top = parse(
-            EMBEDDED_DEFAULT,
-            "<embedded default policy>",
+            text,
+            name,
             None,
             &mut Vec::new(),
             &mut rules,
             &mut network,
             0,
-        )
-        .expect("the embedded policy loads");
-        Policy {
+        )?;
+        Ok(Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
             default_nested: top.2.unwrap_or(Decision::Allow),
             rules,
             network,
             files: Vec::new(),
-        }
+        })
     }
 
-    /// Judge one exec: `program` as the shell resolved it, `argv` as given (argv[0] first).
+    pub fn embedded() -> Policy {
+        Policy::from_toml(EMBEDDED_DEFAULT, "<embedded default policy>")
+            .expect("the embedded policy loads")
+    }
+
+    /// Judge one exec: `program` as the shell resolved it, `argv` as given (`argv[0]` first).
     pub fn evaluate(&self, program: &str, argv: &[String]) -> Verdict {
         self.evaluate_exec(program, argv, false)
     }

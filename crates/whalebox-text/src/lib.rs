@@ -2,6 +2,49 @@
 //! it is binary, and its line endings, so tools can show text exactly and (later) write it
 //! back byte for byte ([`Document`]). Decoding is strict: a file is never shown or written
 //! through a lossy decode.
+//!
+//! The model: bytes go in, and come back out changed only where the text changed. To
+//! show a file, [`decode`] gives a [`Decoded`]: the text exactly as stored, the
+//! [`Detected`] encoding and the file's [`LineEndings`] (a [`DecodeError`] for binary or
+//! undecodable bytes). To edit one, [`Document::decode`] keeps the text with every line
+//! ending as `\n` (what matching works on) and remembers the encoding, the byte-order mark
+//! and each line's own ending; the edited text goes back through [`Document::to_bytes`]
+//! (or [`Document::into_bytes`] with the changed regions an editor already knows), which
+//! restores all three. [`diff`] aligns two texts and writes unified diffs, and
+//! [`read_page`] reads a window of lines from a large file without decoding all of it.
+//!
+//! ```rust
+//! use whalebox_text::{DecodeError, Document, LineEndings, Style, decode, diff};
+//!
+//! // A UTF-8 file with a byte-order mark and Windows line endings.
+//! let bytes = b"\xEF\xBB\xBFname = 1\r\nsize = 2\r\n";
+//!
+//! // Shown: the text exactly as stored.
+//! let shown = decode(bytes)?;
+//! assert_eq!(shown.detected.name(), "utf-8-bom");
+//! assert_eq!(shown.line_endings, LineEndings::Crlf);
+//! assert_eq!(shown.text, "name = 1\r\nsize = 2\r\n");
+//!
+//! // Edited: LF text in, the file's own encoding, BOM and endings out.
+//! let doc = Document::decode(bytes)?;
+//! assert_eq!((doc.text.as_str(), doc.style()), ("name = 1\nsize = 2\n", Style::Crlf));
+//! let edited = doc.text.replace("size = 2\n", "size = 3\nmode = 4\n");
+//! assert_eq!(doc.to_bytes(&edited), b"\xEF\xBB\xBFname = 1\r\nsize = 3\r\nmode = 4\r\n");
+//!
+//! // Mixed endings: untouched lines keep their own, a changed one takes its old line's.
+//! let mixed = Document::decode(b"a\r\nb\nc\r\n")?;
+//! assert_eq!(mixed.style(), Style::Mixed);
+//! assert_eq!(mixed.to_bytes(&mixed.text.replace('b', "B")), b"a\r\nB\nc\r\n");
+//!
+//! // The diff a tool shows for the edit.
+//! let (patch, stats) = diff::unified(&doc.text, &edited, "app.conf", 10_000);
+//! assert!(patch.contains("-size = 2\n+size = 3\n+mode = 4\n"));
+//! assert_eq!((stats.added, stats.removed), (2, 1));
+//!
+//! // Binary data is refused, never decoded lossily.
+//! assert_eq!(decode(b"\x7fELF\x02\x00\x00").unwrap_err(), DecodeError::Binary);
+//! # Ok::<(), DecodeError>(())
+//! ```
 
 pub mod diff;
 mod document;
