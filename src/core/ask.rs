@@ -46,7 +46,7 @@ pub enum Answer {
 pub const READING_TIME: Duration = Duration::from_millis(1000);
 
 impl Answer {
-    /// A decline or cancel that came within [`READING_TIME`] of asking becomes
+    /// A decline or cancel that came within `READING_TIME` of asking becomes
     /// [`Answer::Unread`].
     pub fn judged(self, after: Duration) -> Answer {
         let action = match self {

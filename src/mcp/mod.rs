@@ -3,10 +3,10 @@
 //! [`Registry::dispatch`] and comes back as `content` (the envelope's text, an error's
 //! led by its code), `_meta` (the whole envelope, which no client shows the model) and
 //! `isError`; `structuredContent` only when the profile asks. The session's limits are
-//! fitted to the client at its first request ([`fit`]). rmcp handles both the
+//! fitted to the client at its first request (`fit`). rmcp handles both the
 //! `initialize` handshake (2025-06-18 / 2025-11-25) and the 2026-07-28 lifecycle
 //! (`server/discover` and per-request metadata). A call that needs a person's answer
-//! asks through [`ask`]; the session's plan and todos are resources ([`resources`]).
+//! asks through `ask`; the session's plan and todos are resources (`resources`).
 
 mod ask;
 mod fit;

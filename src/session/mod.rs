@@ -4,10 +4,10 @@
 //! (`upstream`) and the sandboxed runner (`runner`) all work in one, so it sits below
 //! them all and knows none of them.
 //!
-//! - [`sandbox`](self::sandbox): the Landlock fences the server and its tasks live in;
-//! - [`exec`](self::exec): the exec boundary (the gated zsh, the kernel gate, the
+//! - `sandbox`: the Landlock fences the server and its tasks live in;
+//! - `exec`: the exec boundary (the gated zsh, the kernel gate, the
 //!   decision server) and the shell a command gets;
-//! - [`network`](self::network): the network fence of a task;
+//! - `network`: the network fence of a task;
 //! - [`board`]: the plan and the todo list; [`skills`]: the skills found at start-up.
 
 pub mod board;
