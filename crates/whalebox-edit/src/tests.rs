@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn ok(text: &str, search: &str, replace: &str) -> Applied {
