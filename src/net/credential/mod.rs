@@ -22,13 +22,17 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use memchr::memmem;
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, GeneralSubtree, IsCa, KeyPair, KeyUsagePurpose, NameConstraints,
+    CertificateParams, CertifiedIssuer, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::head::Head;
+
+mod ca;
 use crate::web::guard::host_matches;
+pub use ca::trust_env;
+use ca::{make_ca, system_bundle, validity};
 
 /// How the secret is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -514,44 +518,6 @@ pub(crate) async fn screen_request<R: tokio::io::AsyncRead + Unpin>(
     creds.screen(&target.host, target.port, head, &buf[head.len..])
 }
 
-/// The variables that make common tools trust the bundle [`Credentials::write_ca_bundle`]
-/// wrote (OpenSSL, Python requests, curl, cargo, git, pip, Nix; Node adds it to its own).
-pub fn trust_env(bundle: &Path) -> Vec<(String, String)> {
-    let path = bundle.display().to_string();
-    [
-        "SSL_CERT_FILE",
-        "NODE_EXTRA_CA_CERTS",
-        "REQUESTS_CA_BUNDLE",
-        "CURL_CA_BUNDLE",
-        "CARGO_HTTP_CAINFO",
-        "GIT_SSL_CAINFO",
-        "PIP_CERT",
-        "NIX_SSL_CERT_FILE",
-    ]
-    .iter()
-    .map(|v| (v.to_string(), path.clone()))
-    .collect()
-}
-
-/// The system's root bundle, PEM: `SSL_CERT_FILE` if set, else the first usual path found.
-fn system_bundle() -> Option<String> {
-    let mut paths: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("SSL_CERT_FILE").filter(|p| !p.is_empty()) {
-        paths.push(p.into());
-    }
-    for p in [
-        "/etc/ssl/certs/ca-certificates.crt",
-        "/etc/pki/tls/certs/ca-bundle.crt",
-        "/etc/ssl/cert.pem",
-        "/etc/ssl/certs/ca-bundle.crt",
-    ] {
-        paths.push(p.into());
-    }
-    paths
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok().filter(|s| !s.is_empty()))
-}
-
 /// `Basic xxx` decoded (the payload, `user:password`), if `value` is one.
 fn basic_payload(value: &[u8]) -> Option<Vec<u8>> {
     let v = value.trim_ascii();
@@ -578,185 +544,5 @@ fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     out
 }
 
-/// From a day ago (clocks differ) to `days` from now.
-fn validity(days: i64) -> (time::OffsetDateTime, time::OffsetDateTime) {
-    let now = time::OffsetDateTime::now_utc();
-    (
-        now - time::Duration::days(1),
-        now + time::Duration::days(days),
-    )
-}
-
-/// The session CA: may sign only leaf certificates (path length 0), and only for the
-/// credential hosts (name constraints), so the key could vouch for nothing else.
-fn make_ca(entries: &[Entry]) -> Result<CertifiedIssuer<'static, KeyPair>, String> {
-    let mut params = CertificateParams::default();
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::OrganizationName, "whalebox");
-    dn.push(
-        DnType::CommonName,
-        format!("whalebox session CA {}", random_hex(4)?),
-    );
-    params.distinguished_name = dn;
-    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let (from, until) = validity(400);
-    params.not_before = from;
-    params.not_after = until;
-    let mut permitted: Vec<GeneralSubtree> = Vec::new();
-    let mut names_only = true;
-    for e in entries {
-        for h in &e.hosts {
-            let domain = h
-                .strip_prefix("*.")
-                .or_else(|| h.strip_prefix('.'))
-                .unwrap_or(h);
-            if domain.parse::<std::net::IpAddr>().is_ok() || domain.starts_with('[') {
-                names_only = false;
-            }
-            permitted.push(GeneralSubtree::DnsName(domain.to_string()));
-        }
-    }
-    if names_only && !permitted.is_empty() {
-        params.name_constraints = Some(NameConstraints {
-            permitted_subtrees: permitted,
-            excluded_subtrees: vec![],
-        });
-    }
-    let key = KeyPair::generate().map_err(|e| format!("making the session CA's key: {e}"))?;
-    CertifiedIssuer::self_signed(params, key).map_err(|e| format!("making the session CA: {e}"))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn creds() -> Credentials {
-        Credentials::new(vec![
-            Credential {
-                name: "github".into(),
-                env: "GITHUB_TOKEN".into(),
-                hosts: vec!["api.github.com".into(), "*.githubusercontent.com".into()],
-                sending: Sending::default(),
-                secret: "ghp_SECRET".into(),
-            },
-            Credential {
-                name: "git".into(),
-                env: "GIT_TOKEN".into(),
-                hosts: vec!["git.example".into()],
-                sending: Sending::Basic {
-                    user: "x-access-token".into(),
-                },
-                secret: "s3cret".into(),
-            },
-        ])
-        .unwrap()
-    }
-
-    #[test]
-    fn placeholders_are_unique_and_hide_the_secret() {
-        let a = creds();
-        let b = creds();
-        let env = a.task_env();
-        assert_eq!(env[0].0, "GITHUB_TOKEN");
-        assert!(env[0].1.starts_with("whalebox-placeholder-github-"));
-        assert_eq!(env[0].1.len(), "whalebox-placeholder-github-".len() + 32);
-        assert_ne!(env[0].1, b.task_env()[0].1);
-        assert!(!format!("{a:?}").contains("SECRET"));
-        assert!(a.covers("api.github.com"));
-        assert!(a.covers("raw.githubusercontent.com"));
-        assert!(!a.covers("github.com"));
-    }
-
-    #[test]
-    fn swaps_token_basic_and_bare_forms() {
-        let c = creds();
-        let env = c.task_env();
-        let (gh, git) = (&env[0].1, &env[1].1);
-        let v = format!("Bearer {gh}");
-        let (out, used) = c
-            .swap_value("api.github.com", "Authorization", v.as_bytes())
-            .unwrap();
-        assert_eq!(out, b"Bearer ghp_SECRET");
-        assert_eq!(used, vec!["github".to_string()]);
-        let (out, _) = c
-            .swap_value("api.github.com", "Authorization", gh.as_bytes())
-            .unwrap();
-        assert_eq!(out, b"Bearer ghp_SECRET");
-        let v = format!("Basic {}", B64.encode(format!("me:{git}")));
-        let (out, _) = c
-            .swap_value("git.example", "authorization", v.as_bytes())
-            .unwrap();
-        assert_eq!(out, format!("Basic {}", B64.encode("me:s3cret")).as_bytes());
-        let (out, _) = c
-            .swap_value("git.example", "Authorization", git.as_bytes())
-            .unwrap();
-        assert_eq!(
-            out,
-            format!("Basic {}", B64.encode("x-access-token:s3cret")).as_bytes()
-        );
-        // Not to another host, and not another credential's placeholder.
-        assert!(
-            c.swap_value("evil.test", "Authorization", v.as_bytes())
-                .is_none()
-        );
-        assert!(
-            c.swap_value("api.github.com", "Authorization", v.as_bytes())
-                .is_none()
-        );
-        assert_eq!(
-            c.mask_value("api.github.com", b"echo: Bearer ghp_SECRET")
-                .unwrap(),
-            format!("echo: Bearer {gh}").as_bytes()
-        );
-    }
-
-    #[test]
-    fn leaks_are_found_in_plain_and_basic_forms() {
-        let c = creds();
-        let gh = c.task_env()[0].1.clone();
-        assert!(c.leak("api.github.com", 443, gh.as_bytes()).is_none());
-        let l = c
-            .leak("evil.test", 80, format!("q={gh}").as_bytes())
-            .unwrap();
-        assert_eq!(l.credential, "github");
-        assert!(l.rule.contains("evil.test:80"), "{}", l.rule);
-        assert!(l.rule.contains("GITHUB_TOKEN"), "{}", l.rule);
-        assert!(!l.rule.contains("SECRET") && !l.how_to_allow.contains("SECRET"));
-        let basic = format!("Basic {}", B64.encode(format!("u:{gh}")));
-        assert!(c.leak("evil.test", 80, basic.as_bytes()).is_some());
-        assert!(c.leak("git.example", 443, basic.as_bytes()).is_some());
-    }
-
-    #[test]
-    fn bad_credentials_are_refused_without_showing_the_secret() {
-        let mk = |name: &str, env: &str, secret: &str| {
-            Credentials::new(vec![Credential {
-                name: name.into(),
-                env: env.into(),
-                hosts: vec!["a.test".into()],
-                sending: Sending::default(),
-                secret: secret.into(),
-            }])
-        };
-        assert!(mk("a b", "A", "x").is_err());
-        assert!(mk("a", "1A", "x").is_err());
-        assert!(mk("a", "A", "").is_err());
-        let e = mk("a", "A", "top\nsecret").unwrap_err();
-        assert!(!e.contains("top"), "{e}");
-    }
-
-    #[test]
-    fn leaf_configs_are_made_once_per_host() {
-        let c = creds();
-        let a = c.server_config("api.github.com").unwrap();
-        let b = c.server_config("api.github.com").unwrap();
-        assert!(Arc::ptr_eq(&a, &b));
-        assert_eq!(a.alpn_protocols, vec![b"http/1.1".to_vec()]);
-        assert!(c.ca_pem().starts_with("-----BEGIN CERTIFICATE-----"));
-    }
-}
+mod tests;
