@@ -14,12 +14,9 @@
 //! tunnels: their TLS is never ended.
 
 use std::convert::Infallible;
-use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -31,10 +28,14 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rustls::pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+
+mod streams;
+
+use streams::{Counted, Prefixed};
 
 use super::config::ProxyConfig;
 use super::credential::{Credentials, Leak, provider};
@@ -539,109 +540,5 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             Response::from_parts(parts, body.boxed())
         }
         Err(e) => st.bad_gateway(format!("{host}:{port} did not answer the request: {e}")),
-    }
-}
-
-/// The client's side: the bytes that came with the `CONNECT` head first, then the socket.
-struct Prefixed<'a> {
-    early: Vec<u8>,
-    pos: usize,
-    inner: &'a mut TcpStream,
-    activity: Arc<Activity>,
-}
-
-impl AsyncRead for Prefixed<'_> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if self.pos < self.early.len() {
-            let n = (self.early.len() - self.pos).min(buf.remaining());
-            let from = self.pos;
-            buf.put_slice(&self.early[from..from + n]);
-            self.pos += n;
-            self.activity.touch();
-            return Poll::Ready(Ok(()));
-        }
-        let before = buf.filled().len();
-        let r = Pin::new(&mut *self.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.touch();
-        }
-        r
-    }
-}
-
-impl AsyncWrite for Prefixed<'_> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut *self.inner).poll_write(cx, data);
-        if let Poll::Ready(Ok(n)) = &r
-            && *n > 0
-        {
-            self.activity.touch();
-        }
-        r
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut *self.inner).poll_shutdown(cx)
-    }
-}
-
-/// The origin's side: bytes counted (up: to the origin, TLS included; down: from it).
-struct Counted {
-    inner: TcpStream,
-    totals: Arc<Totals>,
-    activity: Arc<Activity>,
-}
-
-impl AsyncRead for Counted {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
-        let n = buf.filled().len() - before;
-        if n > 0 {
-            self.totals.down.fetch_add(n as u64, Ordering::Relaxed);
-            self.activity.touch();
-        }
-        r
-    }
-}
-
-impl AsyncWrite for Counted {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut self.inner).poll_write(cx, data);
-        if let Poll::Ready(Ok(n)) = &r
-            && *n > 0
-        {
-            self.totals.up.fetch_add(*n as u64, Ordering::Relaxed);
-            self.activity.touch();
-        }
-        r
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
