@@ -19,6 +19,12 @@
 //! decided with the script, in the same question. `allow` verdicts are settled here
 //! with the server's own policy (sent once per task) and only recorded; `ask` and
 //! `deny` go to the server, which asks people, remembers approvals and keeps denials.
+//!
+//! One file, over 600 lines, on purpose: it is one event loop over ptrace stops, and the
+//! per-process states it keeps (what was allowed, what each stop waits for, which
+//! threads belong to which process) are read and changed together at every stop; split,
+//! each part would have to restate the others' invariants. The memory reads are in
+//! `tracee`, the filter in `filter`, the server link in `link`.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
