@@ -1,0 +1,141 @@
+//! The two ends of a read-modify-write: loading a file for editing (regular, within the
+//! size limit, decodable) and storing the new bytes only where the file still holds
+//! what was read.
+
+use crate::core::{Code, ToolError};
+use crate::guard::Allowed;
+use crate::mutation::{CommitError, Expect, Fingerprint, Freshness, commit};
+use crate::text::{DecodeError, Document};
+use crate::tools::Env;
+use crate::tools::common::{human_size, io_error};
+
+/// A file loaded for editing: its resolved path, its bytes as read, and the document.
+pub(super) struct Loaded {
+    pub(super) allowed: Allowed,
+    pub(super) doc: Document,
+    /// The file's bytes when they are not simply `doc.text` (see [`Document::decode_owned`]).
+    original: Option<Vec<u8>>,
+    /// The file's fingerprint, if it held still while it was read.
+    fingerprint: Option<Fingerprint>,
+}
+
+impl Loaded {
+    /// The bytes as read from disk.
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.original.as_deref().unwrap_or(self.doc.text.as_bytes())
+    }
+
+    pub(super) fn freshness(&self, env: &Env) -> Freshness {
+        env.ledger
+            .freshness(&self.allowed.abs, self.fingerprint, self.bytes())
+    }
+}
+
+fn decode_error(shown: &str, size: u64, e: DecodeError) -> ToolError {
+    match e {
+        DecodeError::Binary => ToolError::new(
+            Code::BinaryFile,
+            format!(
+                "{shown} is a binary file ({}); it is never edited as text",
+                human_size(size)
+            ),
+            "edit text files only; binary files need purpose-built tools",
+        ),
+        DecodeError::Undecodable { offset } => ToolError::new(
+            Code::Undecodable,
+            format!(
+                "{shown} is not valid UTF-8 (first bad byte at offset {offset}), UTF-16 with a BOM, \
+                 or GB18030; it is not rewritten, since that would change bytes you did not edit"
+            ),
+            "convert the file to UTF-8 first (e.g. with iconv), then edit it",
+        ),
+    }
+}
+
+pub(super) fn too_large(shown: &str, size: u64, max: u64) -> ToolError {
+    ToolError::new(
+        Code::TooLarge,
+        format!(
+            "{shown} would be {} ({size} bytes), over the {} limit (`[edit] max_file_bytes`)",
+            human_size(size),
+            human_size(max)
+        ),
+        "edit a smaller file, or raise `max_file_bytes` in the profile's [edit] section",
+    )
+}
+
+/// Read and decode an existing file for a read-modify-write, after checking it is a
+/// regular file within the size limit.
+pub(super) fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
+    let shown = allowed.shown.clone();
+    let meta = match std::fs::metadata(&allowed.abs) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut err = io_error(env, &allowed, e);
+            err.next_step = format!(
+                "{}; to create the file use write {{\"file_path\": \"{shown}\", \"content\": …}}",
+                err.next_step
+            );
+            return Err(err);
+        }
+        Err(e) => return Err(io_error(env, &allowed, e)),
+    };
+    if meta.is_dir() {
+        return Err(ToolError::new(
+            Code::IsDirectory,
+            format!("{shown} is a directory, not a file"),
+            "give the path of a file inside it",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::invalid_input(
+            format!("{shown} is not a regular file"),
+            "only regular files can be edited",
+        ));
+    }
+    let max = env.profile.edit.max_file_bytes;
+    if meta.len() > max {
+        return Err(too_large(&shown, meta.len(), max));
+    }
+    let bytes = std::fs::read(&allowed.abs).map_err(|e| io_error(env, &allowed, e))?;
+    let fingerprint = std::fs::metadata(&allowed.abs)
+        .ok()
+        .map(|after| Fingerprint::of(&after))
+        .filter(|after| *after == Fingerprint::of(&meta));
+    let size = bytes.len() as u64;
+    let (doc, original) =
+        Document::decode_owned(bytes).map_err(|e| decode_error(&allowed.shown, size, e))?;
+    Ok(Loaded {
+        allowed,
+        doc,
+        original,
+        fingerprint,
+    })
+}
+
+/// Commit `new_bytes` where `expect` holds, and remember them as seen (their hash is
+/// computed in the background).
+pub(super) fn store(
+    env: &Env,
+    allowed: &Allowed,
+    expect: Expect<'_>,
+    new_bytes: Vec<u8>,
+) -> Result<(), ToolError> {
+    commit(&allowed.abs, expect, &new_bytes).map_err(|e| match e {
+        CommitError::Conflict => ToolError::new(
+            Code::WriteConflict,
+            format!(
+                "{} changed on disk while the change was being made (another program wrote it); nothing was written",
+                allowed.shown
+            ),
+            "read the file again and redo the change on its current content",
+        ),
+        CommitError::Io(e) => io_error(env, allowed, e),
+    })?;
+    let fingerprint = std::fs::metadata(&allowed.abs)
+        .ok()
+        .map(|m| Fingerprint::of(&m));
+    env.ledger
+        .record_written(&allowed.abs, new_bytes, fingerprint);
+    Ok(())
+}

@@ -1,0 +1,207 @@
+//! The `search_files` tool: paths under a directory that match a glob (the whole
+//! relative path when the glob has a `/`, else the name), sorted.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use globset::{GlobBuilder, GlobMatcher};
+use ignore::WalkState;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::core::{BoxFuture, CallContext, Tool, ToolError, ToolOutput, ToolResult, run_blocking};
+use crate::tools::Env;
+use crate::tools::common::args;
+use crate::tools::walk::{Visibility, skipped_note, walker};
+
+use super::{Batch, cancelled, fit_rows, search_root};
+
+const FILES_DEFAULT_MAX: usize = 500;
+
+pub(crate) struct SearchFiles {
+    pub(super) env: Arc<Env>,
+}
+
+#[derive(Deserialize)]
+struct FilesArgs {
+    pattern: String,
+    path: Option<String>,
+    max_results: Option<usize>,
+}
+
+impl Tool for SearchFiles {
+    fn name(&self) -> &str {
+        "search_files"
+    }
+
+    fn title(&self) -> Option<String> {
+        Some("Find files by glob".into())
+    }
+
+    fn description(&self) -> String {
+        "Find files and directories whose path matches a glob, sorted by path. A pattern \
+         with a `/` matches the path relative to `path` (e.g. \"src/**/*.rs\", \"**/test_*.py\"); \
+         one without matches the name at any depth (e.g. \"*.toml\", \"Cargo.*\"). Respects \
+         .gitignore and skips hidden files. Directories are shown with a trailing `/`. To search \
+         inside files use grep."
+            .into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob, e.g. \"**/*.rs\" or \"*.md\"."},
+                "path": {"type": "string", "description": "Directory to search (default: the workspace)."},
+                "max_results": {"type": "integer", "minimum": 1, "description": "Most paths to show; default 500."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn run(self: Arc<Self>, input: Value, ctx: CallContext) -> BoxFuture<'static, ToolResult> {
+        run_blocking(move || self.search(args(input)?, &ctx))
+    }
+}
+
+/// A compiled path glob: against the whole relative path, or the name only.
+struct PathGlob {
+    matcher: GlobMatcher,
+    whole_path: bool,
+}
+
+impl PathGlob {
+    fn new(pattern: &str, root: &Path) -> Result<PathGlob, ToolError> {
+        let mut pattern = pattern.trim().to_string();
+        // An absolute pattern under the search root: make it relative.
+        if pattern.starts_with('/') {
+            let root_str = format!("{}/", root.display());
+            match pattern.strip_prefix(&root_str) {
+                Some(rest) => pattern = rest.to_string(),
+                None => {
+                    return Err(ToolError::invalid_input(
+                        format!(
+                            "the pattern {pattern:?} is an absolute path outside the search path {}",
+                            root.display()
+                        ),
+                        "put the directory in `path` and a relative glob in `pattern` (e.g. path \"src\", pattern \"**/*.rs\")",
+                    ));
+                }
+            }
+        }
+        let pattern = pattern.trim_start_matches("./").to_string();
+        if pattern.is_empty() {
+            return Err(ToolError::invalid_input(
+                "the pattern is empty",
+                "give a glob such as \"**/*.rs\"",
+            ));
+        }
+        let glob = GlobBuilder::new(&pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| {
+                ToolError::invalid_input(
+                    format!("invalid glob {pattern:?}: {e}"),
+                    "use glob syntax: `*` within a name, `**` across directories, `{a,b}` alternatives, `[abc]` classes",
+                )
+            })?;
+        Ok(PathGlob {
+            whole_path: pattern.contains('/'),
+            matcher: glob.compile_matcher(),
+        })
+    }
+
+    fn is_match(&self, rel: &Path) -> bool {
+        if self.whole_path {
+            self.matcher.is_match(rel)
+        } else {
+            rel.file_name().is_some_and(|n| self.matcher.is_match(n))
+        }
+    }
+}
+
+impl SearchFiles {
+    fn search(&self, a: FilesArgs, ctx: &CallContext) -> ToolResult {
+        let env = &self.env;
+        let root = search_root(env, a.path.as_deref())?;
+        if !root.abs.is_dir() {
+            return Err(ToolError::invalid_input(
+                format!("{} is a file, not a directory", root.shown),
+                "give a directory as `path`",
+            ));
+        }
+        let glob = PathGlob::new(&a.pattern, &root.abs)?;
+        let max_results = a.max_results.unwrap_or(FILES_DEFAULT_MAX).max(1);
+        let found: Mutex<Vec<(String, bool)>> = Mutex::new(Vec::new());
+        let cancel = &ctx.cancel;
+        walker(&root.abs, Visibility::default())
+            .build_parallel()
+            .run(|| {
+                let glob = &glob;
+                let found = &found;
+                let root = &root.abs;
+                let guard = &env.guard;
+                let mut batch = Batch::new(found);
+                Box::new(move |entry| {
+                    if cancel.is_cancelled() {
+                        return WalkState::Quit;
+                    }
+                    let Ok(entry) = entry else {
+                        return WalkState::Continue;
+                    };
+                    if entry.depth() == 0 {
+                        return WalkState::Continue;
+                    }
+                    let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+                    if glob.is_match(rel) {
+                        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                        batch.push((guard.show(entry.path()), is_dir));
+                    }
+                    WalkState::Continue
+                })
+            });
+        if cancel.is_cancelled() {
+            return Err(cancelled("search_files"));
+        }
+        let mut found = found.into_inner().unwrap_or_default();
+        found.sort();
+        let total = found.len();
+        let rows: Vec<String> = found
+            .iter()
+            .take(max_results)
+            .map(|(p, is_dir)| if *is_dir { format!("{p}/") } else { p.clone() })
+            .collect();
+        let budget = self.env.limits.max_chars().saturating_sub(400);
+        let (mut text, shown) = fit_rows(&rows, budget);
+        let data = json!({
+            "pattern": a.pattern,
+            "path": root.shown,
+            "total": total,
+            "shown": shown,
+            "paths": rows[..shown],
+        });
+        if total == 0 {
+            let note = skipped_note(Visibility::default()).unwrap_or("");
+            text = format!(
+                "No paths match {:?} under {} ({note}).",
+                a.pattern, root.shown
+            );
+            if !glob.whole_path {
+                text.push_str(
+                    " The pattern has no `/`, so it was matched against file names only.",
+                );
+            }
+        } else if shown < total {
+            text.push_str(&format!(
+                "… showed {shown} of {total} paths; narrow `path` or the pattern\n"
+            ));
+        }
+        Ok(ToolOutput::new(text, data))
+    }
+}
