@@ -11,7 +11,7 @@ use rcgen::{
 
 use super::{Entry, random_hex};
 
-/// The variables that make common tools trust the bundle [`Credentials::write_ca_bundle`]
+/// The variables that make common tools trust the bundle [`super::Credentials::write_ca_bundle`]
 /// wrote (OpenSSL, Python requests, curl, cargo, git, pip, Nix; Node adds it to its own).
 pub fn trust_env(bundle: &Path) -> Vec<(String, String)> {
     let path = bundle.display().to_string();
