@@ -161,31 +161,10 @@ fn all_blocks(docs: &[Doc]) -> Vec<Block> {
     docs.iter().flat_map(|d| blocks(d).0).collect()
 }
 
-/// As the other tests run the binary: a private HOME, nothing of a baked-in profile, no
-/// proxy.
-fn isolate(cmd: &mut Command, home: &Path) {
-    cmd.env("HOME", home)
-        .env_remove("XDG_STATE_HOME")
-        .env_remove("RUST_LOG")
-        .env_remove("WHALEBOX_PROFILE")
-        .env_remove("WHALEBOX_POLICY")
-        .env_remove("WHALEBOX_RELATIVE_TO");
-    for var in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ] {
-        cmd.env_remove(var);
-    }
-}
-
 fn whalebox(home: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(common::bin());
     cmd.args(args);
-    isolate(&mut cmd, home);
+    common::isolate(&mut cmd, home);
     cmd
 }
 
@@ -493,7 +472,7 @@ fn runnable_blocks_run_and_every_call_in_them_is_ok() {
         );
         let mut bash = Command::new("bash");
         bash.args(["-euo", "pipefail", "-c", &block.body]);
-        isolate(&mut bash, &tmp.path().join("home"));
+        common::isolate(&mut bash, &tmp.path().join("home"));
         let out = bash
             .env("PATH", path)
             .env("TMPDIR", tmp.path())

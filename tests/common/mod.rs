@@ -68,27 +68,8 @@ impl Fixture {
 
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(bin());
-        cmd.args(args)
-            .current_dir(&self.ws)
-            .env("HOME", &self.home)
-            // Checkpoint stores go under this fixture's HOME.
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("RUST_LOG")
-            // A baked-in profile (a Nix wrapper, a sandbox devShell) must not leak in.
-            .env_remove("WHALEBOX_PROFILE")
-            .env_remove("WHALEBOX_POLICY")
-            .env_remove("WHALEBOX_RELATIVE_TO");
-        // No request of a test may leave this machine through a proxy.
-        for var in [
-            "HTTP_PROXY",
-            "HTTPS_PROXY",
-            "ALL_PROXY",
-            "http_proxy",
-            "https_proxy",
-            "all_proxy",
-        ] {
-            cmd.env_remove(var);
-        }
+        cmd.args(args).current_dir(&self.ws);
+        isolate(&mut cmd, &self.home);
         cmd
     }
 
@@ -292,5 +273,27 @@ pub fn read_until(reader: &mut Box<dyn std::io::Read + Send>, seen: &mut String,
             Ok(0) | Err(_) => break,
             Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
         }
+    }
+}
+
+/// Run the binary as the tests do: `home` as HOME (checkpoint stores go under it), no
+/// baked-in profile (a Nix wrapper, a sandbox devShell must not leak in), and no proxy (no
+/// request of a test may leave this machine through one).
+pub fn isolate(cmd: &mut Command, home: &Path) {
+    cmd.env("HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("RUST_LOG")
+        .env_remove("WHALEBOX_PROFILE")
+        .env_remove("WHALEBOX_POLICY")
+        .env_remove("WHALEBOX_RELATIVE_TO");
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        cmd.env_remove(var);
     }
 }

@@ -163,15 +163,7 @@ impl Policy {
         let mut rules = Vec::new();
         let mut network = Vec::new();
         let top = load_file(path, &mut files, &mut rules, &mut network, 0)?;
-        let policy = Policy {
-            default: top.0.unwrap_or(Decision::Ask),
-            allow_read_only: top.1.unwrap_or(false),
-            default_nested: top.2.unwrap_or(Decision::Allow),
-            rules,
-            network,
-            files,
-        };
-        Ok(policy)
+        Ok(Policy::assemble(top, rules, network, files))
     }
 
     /// A policy from TOML text held in memory; `name` stands for the file in rule sources
@@ -189,14 +181,24 @@ impl Policy {
             &mut network,
             0,
         )?;
-        Ok(Policy {
+        Ok(Policy::assemble(top, rules, network, Vec::new()))
+    }
+
+    /// The policy a top file's settings and every file's rules make, the defaults filled in.
+    fn assemble(
+        top: file::Top,
+        rules: Vec<Rule>,
+        network: Vec<NetworkRule>,
+        files: Vec<PathBuf>,
+    ) -> Policy {
+        Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
             default_nested: top.2.unwrap_or(Decision::Allow),
             rules,
             network,
-            files: Vec::new(),
-        })
+            files,
+        }
     }
 
     pub fn embedded() -> Policy {
@@ -316,25 +318,7 @@ mod tests {
     use super::*;
 
     fn policy(text: &str) -> Result<Policy, PolicyError> {
-        let mut rules = Vec::new();
-        let mut network = Vec::new();
-        let top = parse(
-            text,
-            "p.toml",
-            None,
-            &mut Vec::new(),
-            &mut rules,
-            &mut network,
-            0,
-        )?;
-        Ok(Policy {
-            default: top.0.unwrap_or(Decision::Ask),
-            allow_read_only: top.1.unwrap_or(false),
-            default_nested: top.2.unwrap_or(Decision::Allow),
-            rules,
-            network,
-            files: vec![],
-        })
+        Policy::from_toml(text, "p.toml")
     }
 
     #[test]
