@@ -25,8 +25,8 @@ pub enum RegistryError {
 }
 
 struct Entry {
-    spec: ToolSpec,
-    validator: Validator,
+    spec: Arc<ToolSpec>,
+    validator: Arc<Validator>,
     tool: Arc<dyn Tool>,
     /// The schema has its own `description` field; otherwise a top-level `description`
     /// (which models trained on other harnesses add) is accepted and dropped.
@@ -39,6 +39,30 @@ pub struct Registry {
     limits: Arc<SessionLimits>,
     change_hook: Option<Arc<dyn ChangeHook>>,
     forwarded: Option<Arc<dyn Forwarded>>,
+}
+
+/// A spec and its compiled validator, shared by every registry that registers an equal
+/// spec: an HTTP server builds a registry per session, and the schemas and validators
+/// would otherwise be most of an idle session's memory.
+fn compiled(spec: ToolSpec) -> Result<(Arc<ToolSpec>, Arc<Validator>), RegistryError> {
+    type Cache = std::sync::Mutex<HashMap<String, (Arc<ToolSpec>, Arc<Validator>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let key = serde_json::to_string(&spec).unwrap_or_default();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((s, v)) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok((Arc::clone(s), Arc::clone(v)));
+    }
+    let validator =
+        jsonschema::validator_for(&spec.input_schema).map_err(|e| RegistryError::BadSchema {
+            tool: spec.name.clone(),
+            message: e.to_string(),
+        })?;
+    let compiled = (Arc::new(spec), Arc::new(validator));
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, compiled.clone());
+    Ok(compiled)
 }
 
 impl Registry {
@@ -75,12 +99,7 @@ impl Registry {
         if self.index.contains_key(&spec.name) {
             return Err(RegistryError::Duplicate(spec.name));
         }
-        let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| {
-            RegistryError::BadSchema {
-                tool: spec.name.clone(),
-                message: e.to_string(),
-            }
-        })?;
+        let (spec, validator) = compiled(spec)?;
         let has_description_field = spec
             .input_schema
             .get("properties")
@@ -97,11 +116,11 @@ impl Registry {
     }
 
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.entries.iter().map(|e| &e.spec)
+        self.entries.iter().map(|e| &*e.spec)
     }
 
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
-        self.index.get(name).map(|&i| &self.entries[i].spec)
+        self.index.get(name).map(|&i| &*self.entries[i].spec)
     }
 
     pub fn names(&self) -> Vec<&str> {
@@ -119,7 +138,7 @@ impl Registry {
             .iter()
             .map(|e| ToolSpec {
                 description: e.tool.description(),
-                ..e.spec.clone()
+                ..(*e.spec).clone()
             })
             .collect()
     }

@@ -10,6 +10,7 @@
 
 mod ask;
 mod fit;
+pub mod http;
 mod resources;
 
 use std::sync::Arc;
@@ -62,6 +63,11 @@ pub struct Server {
     env: Arc<Env>,
     /// The directly listed upstream tools, made once.
     direct: tokio::sync::OnceCell<Vec<crate::core::ForwardedTool>>,
+    /// Over HTTP: where calls are counted.
+    metrics: Option<Arc<whalebox_http::Metrics>>,
+    /// Over HTTP, a classic session's place: dropped with this handler when the
+    /// session ends, which stops its tasks.
+    _session: Option<http::SessionSlot>,
 }
 
 impl Server {
@@ -78,7 +84,20 @@ impl Server {
                 .max(APPROVAL_TIMEOUT),
             env: Arc::clone(env),
             direct: tokio::sync::OnceCell::new(),
+            metrics: None,
+            _session: None,
         }
+    }
+
+    /// This handler serves over HTTP: count its calls, and hold its session's place.
+    fn in_http(
+        mut self,
+        metrics: Arc<whalebox_http::Metrics>,
+        session: Option<http::SessionSlot>,
+    ) -> Self {
+        self.metrics = Some(metrics);
+        self._session = session;
+        self
     }
 
     /// Serve on stdin/stdout until the client goes away.
@@ -481,6 +500,10 @@ impl Server {
         };
         // An upstream tool called by its qualified name (listed directly, or found by
         // tool_search) goes through call_tool.
+        let counted = self
+            .metrics
+            .as_ref()
+            .map(|m| (m.call_started(), std::time::Instant::now()));
         let envelope = if self.registry.spec(name).is_none()
             && name.starts_with("mcp__")
             && self.registry.spec("call_tool").is_some()
@@ -490,6 +513,17 @@ impl Server {
         } else {
             self.registry.dispatch(name, args.clone(), ctx).await
         };
+        if let (Some(metrics), Some((_in_flight, started))) = (&self.metrics, counted) {
+            let denied = matches!(
+                envelope.code,
+                Code::PathDenied | Code::DeniedByPolicy | Code::UrlDenied
+            );
+            // Tool names come from the client: only real ones become labels.
+            let known = self.registry.spec(name).is_some()
+                || (name.starts_with("mcp__") && envelope.code != Code::UnknownTool);
+            let label = if known { name } else { "unknown" };
+            metrics.call_ended(label, &envelope.code.to_string(), started.elapsed(), denied);
+        }
         if envelope.code == Code::InputRequired {
             return match self.questions.input_required(
                 name,

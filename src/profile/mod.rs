@@ -110,6 +110,9 @@ struct ProfileFile {
     git: git::GitFile,
     #[serde(default)]
     checkpoints: checkpoints::CheckpointsFile,
+    /// `whalebox serve --http`: where it listens and whom it lets in.
+    #[serde(default)]
+    http: whalebox_http::HttpFile,
 }
 
 /// `[todo]` as written.
@@ -181,6 +184,7 @@ pub struct Profile {
     pub mcp_servers: std::collections::BTreeMap<String, McpServerSection>,
     pub git: GitSection,
     pub checkpoints: checkpoints::CheckpointsSection,
+    pub http: whalebox_http::HttpSettings,
     /// Things that are not errors but deserve a look (a missing read root …).
     pub warnings: Vec<String>,
 }
@@ -457,6 +461,10 @@ impl Profile {
             }
         }
         let checkpoints = raw.checkpoints.resolve(resolve)?.map_err(&invalid)?;
+        let http = raw
+            .http
+            .resolve(|p| resolve(p).map_err(|e| e.to_string()))
+            .map_err(&invalid)?;
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
             linked: crate::guard::git::linked_worktree(&workspace),
@@ -485,6 +493,7 @@ impl Profile {
             mcp_servers: raw.mcp_servers,
             git,
             checkpoints,
+            http,
             warnings,
         })
     }

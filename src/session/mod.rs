@@ -44,8 +44,9 @@ pub struct Env {
     pub skills: SkillIndex,
     /// What this session last read or wrote of each file.
     pub ledger: Ledger,
-    /// Serializes read-modify-write calls on the same file.
-    pub stripes: Stripes,
+    /// Serializes read-modify-write calls on the same file (shared by the sessions of
+    /// one server: they work in one workspace).
+    pub stripes: Arc<Stripes>,
     /// The shell tasks this session started.
     pub tasks: Arc<TaskTable>,
     /// The plan and the todo list this session keeps for the agent.
@@ -77,12 +78,25 @@ pub struct Env {
     pub checkpoints: Option<Arc<crate::checkpoint::Slot>>,
 }
 
-/// A server's private directories (see [`Env::private`]).
+/// A server's private directories (see [`Env::private`]). The sessions of an HTTP
+/// server each get their own pair under the server's ([`PrivateDirs::child`]), so no
+/// session sees another's temporary files or sockets.
 #[derive(Debug)]
 pub struct PrivateDirs {
-    _root: tempfile::TempDir,
+    root: Arc<tempfile::TempDir>,
     pub tmp: PathBuf,
     pub run: PathBuf,
+    /// A child's directories go away with it; the server's with its `root`.
+    child: bool,
+}
+
+impl Drop for PrivateDirs {
+    fn drop(&mut self) {
+        if self.child {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+            let _ = std::fs::remove_dir_all(&self.run);
+        }
+    }
 }
 
 /// The longest $TMPDIR whose private directory still leaves room for socket names.
@@ -107,9 +121,27 @@ impl PrivateDirs {
         std::fs::create_dir(&tmp)?;
         std::fs::create_dir(&run)?;
         Ok(PrivateDirs {
-            _root: root,
+            root: Arc::new(root),
             tmp,
             run,
+            child: false,
+        })
+    }
+
+    /// A session's own pair, `tmp/NAME` and `run/NAME` (NAME short: sockets live there).
+    fn child(&self, name: &str) -> std::io::Result<PrivateDirs> {
+        let tmp = self.tmp.join(name);
+        let run = self.run.join(name);
+        std::fs::create_dir(&tmp)?;
+        if let Err(e) = std::fs::create_dir(&run) {
+            let _ = std::fs::remove_dir(&tmp);
+            return Err(e);
+        }
+        Ok(PrivateDirs {
+            root: Arc::clone(&self.root),
+            tmp,
+            run,
+            child: true,
         })
     }
 }
@@ -181,7 +213,7 @@ impl Env {
             guard,
             skills,
             ledger: Ledger::default(),
-            stripes: Stripes::default(),
+            stripes: Arc::default(),
             tasks,
             board,
             session,
@@ -199,6 +231,54 @@ impl Env {
         };
         env.checkpoints = env.checkpoint_slot();
         env.sandbox = env.build_sandbox()?;
+        Ok(env)
+    }
+
+    /// Another session of the same server (an HTTP client's): the profile, path guard,
+    /// policy, skills, file locks, checkpoints and the server's fences are shared; the
+    /// ledger, tasks, plan and todos, approvals, exec gate, network fence and private
+    /// directories are its own. `name` is short and unique in the server (it names the
+    /// session's private directories).
+    pub fn new_session(&self, name: &str) -> Result<Env, SetupError> {
+        let private = self.private.child(name).map_err(|e| {
+            SetupError::Sandbox(format!(
+                "cannot create the session's private directory: {e}"
+            ))
+        })?;
+        let profile = self.profile.clone();
+        let limits = Arc::new(crate::core::SessionLimits::new(
+            profile.output.max_chars,
+            profile.shell.max_yield_ms,
+            profile.shell.default_yield_ms,
+        ));
+        let mut env = Env {
+            limits,
+            guard: self.guard.clone(),
+            skills: self.skills.clone(),
+            ledger: Ledger::default(),
+            stripes: Arc::clone(&self.stripes),
+            tasks: Arc::new(TaskTable::new(self.tasks.limits())),
+            board: Board::new(profile.todo.file.clone()),
+            session: self.session,
+            policy: self.policy.clone(),
+            gated_shell: std::sync::OnceLock::new(),
+            gate: std::sync::OnceLock::new(),
+            kernel_gate: std::sync::OnceLock::new(),
+            approver: ApproverSlot::default(),
+            approvals: crate::boundary::PendingApprovals::default(),
+            private,
+            sandbox: None,
+            sandbox_status: std::sync::OnceLock::new(),
+            network: std::sync::OnceLock::new(),
+            checkpoints: self.checkpoints.clone(),
+            profile,
+        };
+        // The session's tasks get a layer that names its own private directories; the
+        // server's own layer (entered once, by the first session) already covers them.
+        env.sandbox = env.build_sandbox()?;
+        if let Some(status) = self.sandbox_status.get() {
+            let _ = env.sandbox_status.set(status.clone());
+        }
         Ok(env)
     }
 

@@ -186,6 +186,11 @@ impl TaskTable {
         }
     }
 
+    /// The limits this table was made with (another session's table gets the same).
+    pub fn limits(&self) -> Limits {
+        self.limits.clone()
+    }
+
     pub fn get(&self, id: &str) -> Option<Arc<Task>> {
         let id = id.trim();
         self.tasks.lock().ok()?.iter().find(|t| t.id == id).cloned()
@@ -213,6 +218,14 @@ impl TaskTable {
             }
         }
         None
+    }
+
+    /// How many tasks are still running.
+    pub fn running(&self) -> usize {
+        self.tasks
+            .lock()
+            .map(|t| t.iter().filter(|t| t.is_running()).count())
+            .unwrap_or_default()
     }
 
     /// Ids of the tasks the table holds, oldest first.

@@ -129,6 +129,18 @@ pub fn build_session(
         }
     }
     let env = Arc::new(Env::new(profile, session)?);
+    Ok((registry_for(&env)?, env))
+}
+
+/// Another session of a server built by [`build_session`] (an HTTP client's): its own
+/// [`Env`] from [`Env::new_session`], and its own registry over it.
+pub fn build_another_session(base: &Env, name: &str) -> Result<(Registry, Arc<Env>), CatalogError> {
+    let env = Arc::new(base.new_session(name)?);
+    Ok((registry_for(&env)?, env))
+}
+
+/// The tools of the profile's groups, working in `env`.
+fn registry_for(env: &Arc<Env>) -> Result<Registry, CatalogError> {
     let mut registry = Registry::new(Arc::clone(&env.limits));
     if let Some(c) = &env.checkpoints {
         registry.set_change_hook(Arc::new(checkpoints::Hook {
@@ -139,8 +151,8 @@ pub fn build_session(
     }
     for group in GROUPS {
         if env.profile.tools.iter().any(|g| g == group.name) {
-            (group.register)(&env, &mut registry)?;
+            (group.register)(env, &mut registry)?;
         }
     }
-    Ok((registry, env))
+    Ok(registry)
 }

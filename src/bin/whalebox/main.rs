@@ -28,7 +28,7 @@ use whalebox::tools::Session;
 
 use call::{call, read_args};
 use run::run_sandboxed;
-use serve::serve;
+use serve::{serve, serve_http};
 use setup::{init_logging, print_json, setup_sandboxed, with_runtime};
 
 const EXIT_TOOL_ERROR: u8 = 1;
@@ -90,10 +90,30 @@ impl ProfileArgs {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the enabled tools over MCP on stdin/stdout (logs go to stderr).
+    /// Serve the enabled tools over MCP on stdin/stdout (logs go to stderr), or over
+    /// Streamable HTTP with `--http`.
+    #[command(after_help = "Examples:\n  \
+        whalebox serve\n  \
+        whalebox serve --http 127.0.0.1:8080\n  \
+        whalebox serve --http 0.0.0.0:8080 --profile prod.toml --log-format json   # [http] tokens_file or [http.oauth] required\n\n\
+        Over HTTP: MCP at /mcp, GET /healthz, /readyz, /metrics (Prometheus); SIGTERM lets calls \
+        finish within [http] grace_period_s.")]
     Serve {
+        /// Serve MCP over Streamable HTTP on ADDR (IP:PORT; alone: the profile's
+        /// `[http] listen`, by default 127.0.0.1:8080).
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+        http: Option<String>,
+        /// Logs as text lines or as JSON objects (one per line, for log collectors).
+        #[arg(long, value_enum, default_value = "text")]
+        log_format: LogFormat,
         #[command(flatten)]
         profile: ProfileArgs,
     },
@@ -299,18 +319,28 @@ fn main() -> ExitCode {
         _ => {}
     }
     let cli = Cli::parse();
-    let serving = matches!(cli.command, Command::Serve { .. });
-    init_logging(serving);
+    let (serving, format) = match &cli.command {
+        Command::Serve { log_format, .. } => (true, *log_format),
+        _ => (false, LogFormat::Text),
+    };
+    init_logging(serving, format);
     // Serving and calling tools happen inside the sandbox, which is entered here, on the
     // main thread, before the async runtime starts its threads (Landlock restricts the
     // calling thread and what it starts afterwards).
     match cli.command {
-        Command::Serve { profile } => {
+        Command::Serve {
+            profile,
+            http,
+            log_format: _,
+        } => {
             let (registry, env) = match setup_sandboxed(&profile, Session::Server) {
                 Ok(ok) => ok,
                 Err(code) => return code,
             };
-            with_runtime(serve(registry, env))
+            match http {
+                None => with_runtime(serve(registry, env)),
+                Some(addr) => with_runtime(serve_http(registry, env, addr)),
+            }
         }
         Command::Call {
             tool,

@@ -74,15 +74,22 @@ pub(crate) fn with_runtime(job: impl std::future::Future<Output = ExitCode>) -> 
     }
 }
 
-pub(crate) fn init_logging(serving: bool) {
-    let default = if serving { "whalebox=info" } else { "warn" };
+pub(crate) fn init_logging(serving: bool, format: crate::LogFormat) {
+    let default = if serving {
+        "whalebox=info,whalebox_http=info"
+    } else {
+        "warn"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    match format {
+        crate::LogFormat::Text => builder.init(),
+        crate::LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
 }
 
 pub(crate) fn print_json(value: &Value) -> ExitCode {

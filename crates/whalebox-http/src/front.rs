@@ -1,0 +1,237 @@
+//! The routes: `/mcp` (the caller authenticated, the body read within its limits, then
+//! handed to the [`Endpoint`]), `/healthz`, `/readyz`, `/metrics`, and the OAuth
+//! protected-resource metadata.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use serde_json::{Value, json};
+
+use crate::auth::{Authenticator, oauth};
+use crate::metrics::Metrics;
+use crate::settings::HttpSettings;
+
+/// A response body (rmcp's own type, so its responses pass through unchanged).
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// What serves `/mcp` once the caller is known: the [`Principal`](crate::Principal) is
+/// in the request's extensions, the body already read.
+pub trait Endpoint: Send + Sync + 'static {
+    fn handle(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
+}
+
+/// What `/readyz` says: ready or not, and the details (which fences hold).
+#[derive(Debug, Clone)]
+pub struct Ready {
+    pub ok: bool,
+    pub detail: Value,
+}
+
+type Readiness = Box<dyn Fn() -> Ready + Send + Sync>;
+type Scrape = Box<dyn Fn(&Metrics) + Send + Sync>;
+
+pub struct Front {
+    auth: Authenticator,
+    metrics: Arc<Metrics>,
+    endpoint: Arc<dyn Endpoint>,
+    readiness: Readiness,
+    before_scrape: Option<Scrape>,
+    metadata: Option<Value>,
+    max_body_bytes: usize,
+    request_timeout: Duration,
+    draining: AtomicBool,
+}
+
+impl Front {
+    pub fn new(
+        settings: &HttpSettings,
+        auth: Authenticator,
+        metrics: Arc<Metrics>,
+        endpoint: Arc<dyn Endpoint>,
+        readiness: impl Fn() -> Ready + Send + Sync + 'static,
+    ) -> Front {
+        Front {
+            auth,
+            metrics,
+            endpoint,
+            readiness: Box::new(readiness),
+            before_scrape: None,
+            metadata: settings.oauth.as_ref().map(oauth::metadata),
+            max_body_bytes: settings.max_body_bytes,
+            request_timeout: settings.request_timeout,
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// Run `f` before each `/metrics` answer (to set gauges read from elsewhere).
+    pub fn before_scrape(mut self, f: impl Fn(&Metrics) + Send + Sync + 'static) -> Front {
+        self.before_scrape = Some(Box::new(f));
+        self
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The server is stopping: `/readyz` says so, so load balancers send no more.
+    pub fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<Body>
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let path = request.uri().path().to_string();
+        let (route, response) = match path.as_str() {
+            "/mcp" => ("/mcp", self.mcp(request).await),
+            "/healthz" => (
+                "/healthz",
+                only_get(&request).unwrap_or_else(|| text_body(StatusCode::OK, "ok\n")),
+            ),
+            "/readyz" => (
+                "/readyz",
+                only_get(&request).unwrap_or_else(|| self.ready()),
+            ),
+            "/metrics" => (
+                "/metrics",
+                only_get(&request).unwrap_or_else(|| self.scrape()),
+            ),
+            "/.well-known/oauth-protected-resource"
+            | "/.well-known/oauth-protected-resource/mcp" => (
+                "/.well-known/oauth-protected-resource",
+                only_get(&request).unwrap_or_else(|| match &self.metadata {
+                    Some(m) => json_body(StatusCode::OK, m),
+                    None => text_body(StatusCode::NOT_FOUND, "no OAuth configured\n"),
+                }),
+            ),
+            _ => ("other", text_body(StatusCode::NOT_FOUND, "not found\n")),
+        };
+        self.metrics.request(route, response.status().as_u16());
+        response
+    }
+
+    async fn mcp<B>(&self, request: Request<B>) -> Response<Body>
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let principal = match self.auth.check(request.headers()).await {
+            Ok(p) => p,
+            Err(refusal) => {
+                if let crate::auth::Refusal::Invalid(why)
+                | crate::auth::Refusal::InsufficientScope(why) = &refusal
+                {
+                    tracing::info!(reason = refusal.label(), "request refused: {why}");
+                }
+                self.metrics.auth_refused(refusal.label());
+                return self.auth.refuse(&refusal);
+            }
+        };
+        let (mut parts, body) = request.into_parts();
+        let body = Limited::new(body, self.max_body_bytes);
+        let bytes = match tokio::time::timeout(self.request_timeout, body.collect()).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                return text_body(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("the body is over {} bytes\n", self.max_body_bytes),
+                );
+            }
+            Ok(Err(e)) => return text_body(StatusCode::BAD_REQUEST, &format!("body: {e}\n")),
+            Err(_) => {
+                return text_body(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the body did not arrive in time\n",
+                );
+            }
+        };
+        parts.extensions.insert(principal);
+        self.endpoint
+            .handle(Request::from_parts(parts, Full::new(bytes)))
+            .await
+    }
+
+    fn ready(&self) -> Response<Body> {
+        let mut ready = (self.readiness)();
+        let mut problems = Vec::new();
+        if self.draining.load(Ordering::SeqCst) {
+            problems.push("the server is stopping".to_string());
+        }
+        if let Err(e) = self.auth.ready() {
+            problems.push(format!("authentication: {e}"));
+        }
+        if !problems.is_empty() {
+            ready.ok = false;
+            if let Value::Object(map) = &mut ready.detail {
+                map.insert("server".into(), json!(problems));
+            }
+        }
+        let status = if ready.ok {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        json_body(status, &json!({"ready": ready.ok, "detail": ready.detail}))
+    }
+
+    fn scrape(&self) -> Response<Body> {
+        if let Some(f) = &self.before_scrape {
+            f(&self.metrics);
+        }
+        let mut response = Response::new(full(self.metrics.encode()));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        response
+    }
+}
+
+/// None for a GET or HEAD; else 405.
+fn only_get<B>(request: &Request<B>) -> Option<Response<Body>> {
+    if request.method() == Method::GET || request.method() == Method::HEAD {
+        return None;
+    }
+    let mut response = text_body(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
+    response
+        .headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+    Some(response)
+}
+
+fn full(text: impl Into<Bytes>) -> Body {
+    Full::new(text.into()).boxed()
+}
+
+pub(crate) fn text_body(status: StatusCode, text: &str) -> Response<Body> {
+    let mut response = Response::new(full(text.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn json_body(status: StatusCode, value: &Value) -> Response<Body> {
+    let mut response = Response::new(full(value.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}

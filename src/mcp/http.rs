@@ -1,0 +1,389 @@
+//! `whalebox serve --http`: the MCP server over Streamable HTTP. rmcp speaks the
+//! protocol (sessions with `Mcp-Session-Id`, the 2026-07-28 stateless requests and
+//! their header checks, `Host` and `Origin`); the front door (`whalebox-http`)
+//! authenticates and limits; this module decides which session a request belongs to.
+//!
+//! - **A classic session** (an `initialize` below 2026-07-28) gets its own [`Env`]
+//!   ([`Env::new_session`]): its own ledger, tasks, plan, todos, approvals, exec gate
+//!   and private directories, in the server's fences. It is bound to the caller that
+//!   opened it: another caller presenting its id is told it does not exist. At most
+//!   `max_sessions` are open; one more `initialize` gets 503. A session ends on
+//!   `DELETE`, after `idle_timeout_s` without a request, or when the server stops, and
+//!   its tasks end with it.
+//! - **Stateless requests** (2026-07-28) carry no session: their state (tasks started
+//!   by one call and read by the next, the plan, todos) is kept per caller, in one
+//!   [`Env`] per principal, dropped after `idle_timeout_s` unused with no task running.
+//!
+//! rmcp makes a handler with a factory that cannot see the request, so the route is
+//! decided before rmcp runs and handed to the factory in a task-local ([`ROUTE`]).
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use whalebox_http::{Body, Endpoint, HttpSettings, Metrics, Principal};
+
+use super::Server;
+use crate::core::Registry;
+use crate::session::Env;
+
+/// What a request is, decided before rmcp sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RouteKind {
+    /// An `initialize` that opens a classic session.
+    NewSession,
+    /// A request on an open classic session (rmcp may ask for a handler only to read a
+    /// tool's schema).
+    Existing,
+    /// A 2026-07-28 request, or one rmcp will refuse.
+    Stateless,
+}
+
+struct Route {
+    kind: RouteKind,
+    principal: Principal,
+    /// The session's place under `max_sessions`, taken by the factory.
+    slot: Mutex<Option<SessionSlot>>,
+}
+
+tokio::task_local! {
+    static ROUTE: Arc<Route>;
+}
+
+/// A classic session's place: while it lives, it counts under `max_sessions`; when rmcp
+/// drops the session's handler (closed, expired, server stopping), its tasks are
+/// stopped and its owner forgotten.
+pub(super) struct SessionSlot {
+    sessions: Arc<Shared>,
+    env: Option<Arc<Env>>,
+    session_id: Arc<std::sync::OnceLock<String>>,
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        if let Some(env) = self.env.take() {
+            env.tasks.kill_all();
+            self.sessions.metrics.session_closed();
+            if let Some(id) = self.session_id.get() {
+                tracing::info!(session = %id, "session closed");
+            }
+        }
+        if let Some(id) = self.session_id.get() {
+            self.sessions
+                .owners
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(id);
+        }
+        self.sessions.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A principal's state for stateless requests.
+struct Stateless {
+    registry: Arc<Registry>,
+    env: Arc<Env>,
+    used: Instant,
+}
+
+/// What the sessions of one HTTP server share.
+struct Shared {
+    base: Arc<Env>,
+    base_registry: Arc<Registry>,
+    metrics: Arc<Metrics>,
+    max_sessions: usize,
+    idle: Duration,
+    open: AtomicUsize,
+    next: AtomicU64,
+    /// Which principal opened each classic session.
+    owners: Mutex<HashMap<String, String>>,
+    stateless: Mutex<HashMap<String, Stateless>>,
+    /// Every session's Env, for the task gauge and the stop.
+    envs: Mutex<Vec<Weak<Env>>>,
+}
+
+/// The `/mcp` endpoint: rmcp's Streamable HTTP service, with the routing above.
+pub struct McpEndpoint {
+    shared: Arc<Shared>,
+    service: StreamableHttpService<Server, LocalSessionManager>,
+}
+
+impl McpEndpoint {
+    /// `base`: the server's own session, built from the profile and already inside the
+    /// sandbox; every HTTP session is made from it. `stop`: cancelled when the server
+    /// stops (every session ends, its event streams close).
+    pub fn new(
+        registry: Registry,
+        base: Arc<Env>,
+        settings: &HttpSettings,
+        metrics: Arc<Metrics>,
+        stop: CancellationToken,
+    ) -> McpEndpoint {
+        let shared = Arc::new(Shared {
+            base,
+            base_registry: Arc::new(registry),
+            metrics,
+            max_sessions: settings.max_sessions,
+            idle: settings.idle_timeout,
+            open: AtomicUsize::new(0),
+            next: AtomicU64::new(1),
+            owners: Mutex::default(),
+            stateless: Mutex::default(),
+            envs: Mutex::default(),
+        });
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(stop)
+            .with_max_request_body_bytes(settings.max_body_bytes)
+            .with_allowed_origins(settings.allowed_origins.clone());
+        config = match settings.hosts_for() {
+            Some(hosts) => config.with_allowed_hosts(hosts),
+            None => config.disable_allowed_hosts(),
+        };
+        if !settings.allowed_origins.is_empty() {
+            config = config.enforce_origin_validation();
+        }
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(settings.idle_timeout);
+        let factory = Arc::clone(&shared);
+        let service =
+            StreamableHttpService::new(move || factory.handler(), Arc::new(manager), config);
+        McpEndpoint { shared, service }
+    }
+
+    /// Tasks running in every session (for the metrics).
+    pub fn tasks_running(&self) -> usize {
+        self.shared
+            .live_envs()
+            .iter()
+            .map(|e| e.tasks.running())
+            .sum()
+    }
+
+    /// Stop every session's tasks (the server is going away).
+    pub fn kill_all_tasks(&self) {
+        for env in self.shared.live_envs() {
+            env.tasks.kill_all();
+        }
+        self.shared.base.tasks.kill_all();
+    }
+}
+
+impl Shared {
+    fn live_envs(&self) -> Vec<Arc<Env>> {
+        let mut envs = self.envs.lock().unwrap_or_else(|p| p.into_inner());
+        envs.retain(|w| w.strong_count() > 0);
+        envs.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    /// rmcp's handler factory: a handler for the request [`ROUTE`] describes.
+    fn handler(self: &Arc<Self>) -> Result<Server, std::io::Error> {
+        let route = ROUTE
+            .try_with(Arc::clone)
+            .map_err(|_| std::io::Error::other("a handler was asked for outside a request"))?;
+        match route.kind {
+            RouteKind::Existing => Ok(Server::new(Arc::clone(&self.base_registry), &self.base)),
+            RouteKind::NewSession => {
+                let mut slot = route
+                    .slot
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+                    .ok_or_else(|| std::io::Error::other("no session slot reserved"))?;
+                let name = format!("s{}", self.next.fetch_add(1, Ordering::SeqCst));
+                let (registry, env) = crate::tools::build_another_session(&self.base, &name)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                self.envs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Arc::downgrade(&env));
+                slot.env = Some(Arc::clone(&env));
+                self.metrics.session_opened();
+                tracing::info!(principal = %route.principal.name, env = %name, "session opened");
+                Ok(Server::new(Arc::new(registry), &env)
+                    .in_http(Arc::clone(&self.metrics), Some(slot)))
+            }
+            RouteKind::Stateless => {
+                let (registry, env) = self.stateless_for(&route.principal)?;
+                Ok(Server::new(registry, &env).in_http(Arc::clone(&self.metrics), None))
+            }
+        }
+    }
+
+    /// The principal's state for stateless requests, made on first use; others idle
+    /// past `idle_timeout_s` with no task running are dropped on the way.
+    fn stateless_for(
+        &self,
+        principal: &Principal,
+    ) -> Result<(Arc<Registry>, Arc<Env>), std::io::Error> {
+        let mut map = self.stateless.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, s| s.used.elapsed() < self.idle || s.env.tasks.running() > 0);
+        if let Some(s) = map.get_mut(&principal.name) {
+            s.used = Instant::now();
+            return Ok((Arc::clone(&s.registry), Arc::clone(&s.env)));
+        }
+        let name = format!("p{}", self.next.fetch_add(1, Ordering::SeqCst));
+        let (registry, env) = crate::tools::build_another_session(&self.base, &name)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        self.envs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Arc::downgrade(&env));
+        let registry = Arc::new(registry);
+        map.insert(
+            principal.name.clone(),
+            Stateless {
+                registry: Arc::clone(&registry),
+                env: Arc::clone(&env),
+                used: Instant::now(),
+            },
+        );
+        Ok((registry, env))
+    }
+
+    /// Take a place under `max_sessions`, or None when all are taken.
+    fn reserve(self: &Arc<Self>) -> Option<SessionSlot> {
+        let before = self.open.fetch_add(1, Ordering::SeqCst);
+        let slot = SessionSlot {
+            sessions: Arc::clone(self),
+            env: None,
+            session_id: Arc::default(),
+        };
+        if before >= self.max_sessions {
+            drop(slot);
+            return None;
+        }
+        Some(slot)
+    }
+}
+
+/// Which kind of request this is: by its session header, else by its body.
+fn route_kind(request: &Request<Full<Bytes>>, body: &[u8]) -> RouteKind {
+    if request.headers().contains_key("mcp-session-id") {
+        return RouteKind::Existing;
+    }
+    if request.method() != http::Method::POST {
+        return RouteKind::Stateless;
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(body) else {
+        return RouteKind::Stateless;
+    };
+    let version = message["params"]["protocolVersion"].as_str().unwrap_or("");
+    // Protocol versions are dates: they compare as strings.
+    if message["method"] == "initialize" && version < "2026-07-28" {
+        RouteKind::NewSession
+    } else {
+        RouteKind::Stateless
+    }
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text.to_string())).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+impl Endpoint for McpEndpoint {
+    fn handle(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>> {
+        let shared = Arc::clone(&self.shared);
+        let service = self.service.clone();
+        Box::pin(async move {
+            let principal = request
+                .extensions()
+                .get::<Principal>()
+                .cloned()
+                .unwrap_or_else(|| Principal {
+                    name: "local".into(),
+                    scheme: whalebox_http::Scheme::None,
+                    scopes: Vec::new(),
+                });
+            let body = request.body().clone();
+            let body = body
+                .collect()
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default();
+            let kind = route_kind(&request, &body);
+            if kind == RouteKind::Existing
+                && let Some(id) = request
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+            {
+                let owner = shared
+                    .owners
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(id)
+                    .cloned();
+                if owner.is_some_and(|o| o != principal.name) {
+                    tracing::warn!(principal = %principal.name, "refused another caller's session id");
+                    // As for a session that does not exist: nothing said about whose it is.
+                    return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+                }
+            }
+            let slot = if kind == RouteKind::NewSession {
+                match shared.reserve() {
+                    Some(slot) => Some(slot),
+                    None => {
+                        shared.metrics.session_refused();
+                        let mut response = plain(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            &format!(
+                                "Service Unavailable: {} sessions are open (max_sessions); \
+                                 close one (DELETE) or try again later",
+                                shared.max_sessions
+                            ),
+                        );
+                        response.headers_mut().insert(
+                            http::header::RETRY_AFTER,
+                            http::HeaderValue::from_static("5"),
+                        );
+                        return response;
+                    }
+                }
+            } else {
+                None
+            };
+            let session_id = slot
+                .as_ref()
+                .map(|s| Arc::clone(&s.session_id))
+                .unwrap_or_default();
+            let route = Arc::new(Route {
+                kind,
+                principal: principal.clone(),
+                slot: Mutex::new(slot),
+            });
+            let response = ROUTE
+                .scope(Arc::clone(&route), service.handle(request))
+                .await;
+            if kind == RouteKind::NewSession
+                && let Some(id) = response
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+            {
+                let _ = session_id.set(id.to_string());
+                shared
+                    .owners
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id.to_string(), principal.name.clone());
+            }
+            // A slot the factory did not take (rmcp refused the request first) is given back here.
+            drop(route);
+            response
+        })
+    }
+}
