@@ -95,7 +95,9 @@ impl Env {
                 kernel: Some(gate.server.socket().to_path_buf()),
                 note: None,
             }),
-            Err(why) if required => Err(format!("the kernel exec gate cannot run here: {why}")),
+            Err(why) if required => Err(crate::guard::runtime::explain(&format!(
+                "the kernel exec gate cannot run here: {why}"
+            ))),
             Err(why) => match zsh {
                 Some(z) => {
                     let missing = format!(

@@ -42,5 +42,6 @@ pub mod kernel;
 pub mod landlock;
 pub mod paths;
 pub mod presets;
+pub mod runtime;
 
 pub use paths::{Access, Allowed, GuardError, PathGuard, RootKind, normalize, resolve_physical};

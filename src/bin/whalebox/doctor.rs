@@ -66,7 +66,13 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
             "exclude": env.profile.checkpoints.exclude,
         }),
     };
+    let runtime = whalebox::guard::runtime::Runtime::detect();
     let report = json!({
+        "runtime": {
+            "kernel": runtime.kernel.unwrap_or("Linux"),
+            "container": runtime.container,
+            "limitation": runtime.limitation(),
+        },
         "checkpoints": checkpoints,
         "network": network,
         "profile": env.profile.source_name(),
@@ -92,6 +98,17 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
     }
     println!("profile:    {}", env.profile.source_name());
     println!("workspace:  {}", env.guard.workspace().display());
+    println!(
+        "runtime:    {}{}",
+        runtime.kernel.unwrap_or("Linux"),
+        runtime
+            .container
+            .map(|c| format!(", in a {c} container"))
+            .unwrap_or_default()
+    );
+    if let Some(limitation) = runtime.limitation() {
+        println!("            {limitation}");
+    }
     println!("landlock:   {}", landlock.summary());
     if landlock.kernel_abi == 0 {
         println!(

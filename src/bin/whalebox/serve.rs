@@ -184,6 +184,7 @@ fn readiness(env: &Env) -> whalebox_http::Ready {
     whalebox_http::Ready {
         ok: problems.is_empty(),
         detail: serde_json::json!({
+            "runtime": whalebox::guard::runtime::Runtime::detect(),
             "landlock": landlock,
             "exec_boundary": exec,
             "policy_loaded": env.policy.is_some(),

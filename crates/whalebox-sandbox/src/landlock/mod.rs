@@ -421,10 +421,11 @@ impl Sandbox {
             enforced: if abi == 0 { Vec::new() } else { enforced },
             dropped,
             unavailable: (abi == 0).then(|| {
-                "this kernel has no Landlock (not built in, not enabled at boot with lsm=…,landlock, \
-                 or blocked by a container's seccomp profile); only the path guard and the exec \
-                 boundary apply"
-                    .to_string()
+                crate::runtime::explain(
+                    "this kernel has no Landlock (not built in, not enabled at boot with \
+                     lsm=…,landlock, or blocked by a container's seccomp profile); only the path \
+                     guard and the exec boundary apply",
+                )
             }),
         }
     }
@@ -440,9 +441,11 @@ impl Sandbox {
                     self.min_abi,
                     status.kernel_abi,
                     if status.kernel_abi == 0 {
-                        " (none: not built in, not enabled at boot, or blocked by a container)"
+                        crate::runtime::explain(
+                            " (none: not built in, not enabled at boot, or blocked by a container)",
+                        )
                     } else {
-                        ""
+                        String::new()
                     }
                 ));
             }
