@@ -21,6 +21,10 @@ pub struct HttpFile {
     /// Bearer tokens, one `NAME:TOKEN` per line (`#` starts a comment). NAME is who
     /// called, in the logs; the file is read again when it changes.
     tokens_file: Option<String>,
+    /// Another header that may carry the token (`X-Whalebox-Token: TOKEN`), for proxies
+    /// that drop `Authorization` (the agent-sandbox router does). `Authorization` is
+    /// still read first.
+    token_header: Option<String>,
     /// OAuth 2.1 resource-server mode: JWTs from an authorization server.
     oauth: Option<OAuthFile>,
     /// TLS from PEM files; without it, plain HTTP (behind a proxy that terminates TLS).
@@ -85,6 +89,7 @@ impl Default for HttpFile {
             listen: "127.0.0.1:8080".into(),
             public_url: None,
             tokens_file: None,
+            token_header: None,
             oauth: None,
             tls: None,
             allowed_hosts: None,
@@ -105,6 +110,8 @@ pub struct HttpSettings {
     pub listen: SocketAddr,
     pub public_url: Option<String>,
     pub tokens_file: Option<PathBuf>,
+    /// Lower case, checked to be a header name.
+    pub token_header: Option<String>,
     pub oauth: Option<OAuthSettings>,
     pub tls: Option<TlsFiles>,
     /// None: the default for the address (see [`HttpSettings::hosts_for`]).
@@ -213,8 +220,17 @@ impl HttpFile {
                 return Err(format!("[http] {name} must be at least 1"));
             }
         }
+        let token_header = match self.token_header {
+            Some(h) => {
+                let name = http::HeaderName::from_bytes(h.as_bytes())
+                    .map_err(|_| format!("[http] token_header {h:?} is not a header name"))?;
+                (name != http::header::AUTHORIZATION).then(|| name.as_str().to_string())
+            }
+            None => None,
+        };
         Ok(HttpSettings {
             listen,
+            token_header,
             public_url,
             tokens_file: self.tokens_file.map(|f| path(&f)).transpose()?,
             oauth,

@@ -74,6 +74,8 @@ pub struct Authenticator {
     /// Where the protected-resource metadata is, for `WWW-Authenticate`.
     metadata_url: Option<String>,
     scopes: Vec<String>,
+    /// Another header the token may come in (`[http] token_header`).
+    token_header: Option<String>,
 }
 
 impl Authenticator {
@@ -102,6 +104,7 @@ impl Authenticator {
                 .as_ref()
                 .map(|o| o.scopes.clone())
                 .unwrap_or_default(),
+            token_header: settings.token_header.clone(),
         })
     }
 
@@ -112,6 +115,7 @@ impl Authenticator {
             oauth: None,
             metadata_url: None,
             scopes: Vec::new(),
+            token_header: None,
         }
     }
 
@@ -132,7 +136,18 @@ impl Authenticator {
         if !self.required() {
             return Ok(Principal::local());
         }
-        let token = bearer(headers).ok_or(Refusal::Missing)?;
+        let token = bearer(headers)
+            .or_else(|| {
+                let other = headers.get(self.token_header.as_deref()?)?.to_str().ok()?;
+                let other = other.trim();
+                // `Bearer TOKEN` or the token alone.
+                let token = match other.split_once(' ') {
+                    Some((scheme, t)) if scheme.eq_ignore_ascii_case("bearer") => t.trim(),
+                    _ => other,
+                };
+                (!token.is_empty()).then_some(token)
+            })
+            .ok_or(Refusal::Missing)?;
         if let Some(t) = &self.tokens
             && let Some(name) = t.find(token)
         {
@@ -190,6 +205,30 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn tokens_in_authorization_or_the_other_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        std::fs::write(&file, "harness:0123456789abcdef0123\n").unwrap();
+        let settings = crate::HttpFile::default();
+        let mut settings = settings.resolve(|p| Ok(p.into())).unwrap();
+        settings.tokens_file = Some(file);
+        settings.token_header = Some("x-whalebox-token".into());
+        let auth = Authenticator::load(&settings).await.unwrap();
+        let mut h = HeaderMap::new();
+        assert_eq!(auth.check(&h).await, Err(Refusal::Missing));
+        h.insert("x-whalebox-token", HeaderValue::from_static("0123456789abcdef0123"));
+        assert_eq!(auth.check(&h).await.unwrap().name, "harness");
+        h.insert("x-whalebox-token", HeaderValue::from_static("Bearer 0123456789abcdef0123"));
+        assert_eq!(auth.check(&h).await.unwrap().scheme, Scheme::Token);
+        h.insert("authorization", HeaderValue::from_static("Bearer wrong-token-wrong-token"));
+        assert!(matches!(auth.check(&h).await, Err(Refusal::Invalid(_))));
+        let refused = auth.refuse(&Refusal::Invalid(String::new()));
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+        let challenge = refused.headers()["www-authenticate"].to_str().unwrap();
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    }
 
     #[test]
     fn bearer_header_forms() {
