@@ -128,6 +128,7 @@ struct Shared {
     on_ask: OnAsk,
     approvals_file: Option<PathBuf>,
     audit: Option<Mutex<std::fs::File>>,
+    caller: Option<String>,
     task_of: TaskOf,
     approver: ApproverSlot,
     /// Prefixes (program basename, first argument) a person allowed for the session.
@@ -147,6 +148,9 @@ pub struct Settings {
     pub approvals_file: Option<PathBuf>,
     /// Where the socket's private directory is made (default: the system's temp dir).
     pub runtime_dir: Option<PathBuf>,
+    /// Who the session serves (an HTTP caller's token name or JWT subject), written in
+    /// each record as `caller`.
+    pub caller: Option<String>,
 }
 
 impl DecisionServer {
@@ -180,6 +184,7 @@ impl DecisionServer {
             on_ask: settings.on_ask,
             approvals_file: settings.approvals_file,
             audit,
+            caller: settings.caller,
             task_of,
             approver,
             allowed: Mutex::new(Vec::new()),
@@ -327,7 +332,16 @@ fn write_audit(shared: &Shared, record: &serde_json::Value) {
     if let Some(audit) = &shared.audit
         && let Ok(mut f) = audit.lock()
     {
-        let _ = writeln!(f, "{record}");
+        match (&shared.caller, record) {
+            (Some(caller), serde_json::Value::Object(map)) => {
+                let mut map = map.clone();
+                map.insert("caller".into(), json!(caller));
+                let _ = writeln!(f, "{}", serde_json::Value::Object(map));
+            }
+            _ => {
+                let _ = writeln!(f, "{record}");
+            }
+        }
     }
 }
 

@@ -199,8 +199,9 @@ impl Shared {
                     .take()
                     .ok_or_else(|| std::io::Error::other("no session slot reserved"))?;
                 let name = format!("s{}", self.next.fetch_add(1, Ordering::SeqCst));
-                let (registry, env) = crate::tools::build_another_session(&self.base, &name)
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                let (registry, env) =
+                    crate::tools::build_another_session(&self.base, &name, &route.principal.name)
+                        .map_err(|e| std::io::Error::other(e.to_string()))?;
                 self.envs
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -231,8 +232,9 @@ impl Shared {
             return Ok((Arc::clone(&s.registry), Arc::clone(&s.env)));
         }
         let name = format!("p{}", self.next.fetch_add(1, Ordering::SeqCst));
-        let (registry, env) = crate::tools::build_another_session(&self.base, &name)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let (registry, env) =
+            crate::tools::build_another_session(&self.base, &name, &principal.name)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
         self.envs
             .lock()
             .unwrap_or_else(|p| p.into_inner())

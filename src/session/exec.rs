@@ -211,6 +211,7 @@ impl Env {
                         audit_log: self.profile.shell.audit_log.clone(),
                         approvals_file: self.profile.shell.approvals_file.clone(),
                         runtime_dir: Some(self.private.run.clone()),
+                        caller: self.caller.clone(),
                     },
                     Arc::new(move |pid| tasks.task_of_pid(pid)),
                     self.approver.clone(),

@@ -76,6 +76,9 @@ pub struct Env {
     /// The workspace's checkpoints, opened on first use (None: `[checkpoints] mode =
     /// "off"`, or no group that changes the workspace).
     pub checkpoints: Option<Arc<crate::checkpoint::Slot>>,
+    /// Who this session serves, when the transport knows (an HTTP caller's name): the
+    /// audit log's records say it.
+    pub caller: Option<String>,
 }
 
 /// A server's private directories (see [`Env::private`]). The sessions of an HTTP
@@ -228,6 +231,7 @@ impl Env {
             sandbox_status: std::sync::OnceLock::new(),
             network: std::sync::OnceLock::new(),
             checkpoints: None,
+            caller: None,
         };
         env.checkpoints = env.checkpoint_slot();
         env.sandbox = env.build_sandbox()?;
@@ -238,8 +242,8 @@ impl Env {
     /// policy, skills, file locks, checkpoints and the server's fences are shared; the
     /// ledger, tasks, plan and todos, approvals, exec gate, network fence and private
     /// directories are its own. `name` is short and unique in the server (it names the
-    /// session's private directories).
-    pub fn new_session(&self, name: &str) -> Result<Env, SetupError> {
+    /// session's private directories); `caller` is who it serves.
+    pub fn new_session(&self, name: &str, caller: &str) -> Result<Env, SetupError> {
         let private = self.private.child(name).map_err(|e| {
             SetupError::Sandbox(format!(
                 "cannot create the session's private directory: {e}"
@@ -271,6 +275,7 @@ impl Env {
             sandbox_status: std::sync::OnceLock::new(),
             network: std::sync::OnceLock::new(),
             checkpoints: self.checkpoints.clone(),
+            caller: Some(caller.to_string()),
             profile,
         };
         // The session's tasks get a layer that names its own private directories; the

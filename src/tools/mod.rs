@@ -134,8 +134,12 @@ pub fn build_session(
 
 /// Another session of a server built by [`build_session`] (an HTTP client's): its own
 /// [`Env`] from [`Env::new_session`], and its own registry over it.
-pub fn build_another_session(base: &Env, name: &str) -> Result<(Registry, Arc<Env>), CatalogError> {
-    let env = Arc::new(base.new_session(name)?);
+pub fn build_another_session(
+    base: &Env,
+    name: &str,
+    caller: &str,
+) -> Result<(Registry, Arc<Env>), CatalogError> {
+    let env = Arc::new(base.new_session(name, caller)?);
     Ok((registry_for(&env)?, env))
 }
 

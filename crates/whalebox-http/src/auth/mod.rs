@@ -218,11 +218,20 @@ mod tests {
         let auth = Authenticator::load(&settings).await.unwrap();
         let mut h = HeaderMap::new();
         assert_eq!(auth.check(&h).await, Err(Refusal::Missing));
-        h.insert("x-whalebox-token", HeaderValue::from_static("0123456789abcdef0123"));
+        h.insert(
+            "x-whalebox-token",
+            HeaderValue::from_static("0123456789abcdef0123"),
+        );
         assert_eq!(auth.check(&h).await.unwrap().name, "harness");
-        h.insert("x-whalebox-token", HeaderValue::from_static("Bearer 0123456789abcdef0123"));
+        h.insert(
+            "x-whalebox-token",
+            HeaderValue::from_static("Bearer 0123456789abcdef0123"),
+        );
         assert_eq!(auth.check(&h).await.unwrap().scheme, Scheme::Token);
-        h.insert("authorization", HeaderValue::from_static("Bearer wrong-token-wrong-token"));
+        h.insert(
+            "authorization",
+            HeaderValue::from_static("Bearer wrong-token-wrong-token"),
+        );
         assert!(matches!(auth.check(&h).await, Err(Refusal::Invalid(_))));
         let refused = auth.refuse(&Refusal::Invalid(String::new()));
         assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
