@@ -53,6 +53,14 @@ struct Route {
     principal: Principal,
     /// The session's place under `max_sessions`, taken by the factory.
     slot: Mutex<Option<SessionSlot>>,
+    /// The new session's Env, once the factory made it.
+    env: Mutex<Option<Weak<Env>>>,
+}
+
+/// Who opened a classic session, and its state.
+struct Owner {
+    principal: String,
+    env: Weak<Env>,
 }
 
 tokio::task_local! {
@@ -104,8 +112,10 @@ struct Shared {
     idle: Duration,
     open: AtomicUsize,
     next: AtomicU64,
-    /// Which principal opened each classic session.
-    owners: Mutex<HashMap<String, String>>,
+    /// Which principal opened each classic session, by session id.
+    owners: Mutex<HashMap<String, Owner>>,
+    /// rmcp's sessions (a client gone mid-call is told to them as a cancellation).
+    manager: Arc<LocalSessionManager>,
     stateless: Mutex<HashMap<String, Stateless>>,
     /// Every session's Env, for the task gauge and the stop.
     envs: Mutex<Vec<Weak<Env>>>,
@@ -128,7 +138,11 @@ impl McpEndpoint {
         metrics: Arc<Metrics>,
         stop: CancellationToken,
     ) -> McpEndpoint {
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(settings.idle_timeout);
+        let manager = Arc::new(manager);
         let shared = Arc::new(Shared {
+            manager: Arc::clone(&manager),
             base,
             base_registry: Arc::new(registry),
             metrics,
@@ -151,11 +165,8 @@ impl McpEndpoint {
         if !settings.allowed_origins.is_empty() {
             config = config.enforce_origin_validation();
         }
-        let mut manager = LocalSessionManager::default();
-        manager.session_config.keep_alive = Some(settings.idle_timeout);
         let factory = Arc::clone(&shared);
-        let service =
-            StreamableHttpService::new(move || factory.handler(), Arc::new(manager), config);
+        let service = StreamableHttpService::new(move || factory.handler(), manager, config);
         McpEndpoint { shared, service }
     }
 
@@ -207,6 +218,7 @@ impl Shared {
                     .unwrap_or_else(|p| p.into_inner())
                     .push(Arc::downgrade(&env));
                 slot.env = Some(Arc::clone(&env));
+                *route.env.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(&env));
                 self.metrics.session_opened();
                 tracing::info!(principal = %route.principal.name, env = %name, "session opened");
                 Ok(Server::new(Arc::new(registry), &env)
@@ -249,6 +261,19 @@ impl Shared {
             },
         );
         Ok((registry, env))
+    }
+
+    /// A classic session was closed (DELETE): its tasks stop now, not when a call still
+    /// under way in it returns and rmcp drops its handler.
+    fn ended(&self, id: &str) {
+        let owner = self
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        if let Some(env) = owner.and_then(|o| o.env.upgrade()) {
+            tokio::task::spawn_blocking(move || env.tasks.kill_all());
+        }
     }
 
     /// Take a place under `max_sessions`, or None when all are taken.
@@ -328,7 +353,7 @@ impl Endpoint for McpEndpoint {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .get(id)
-                    .cloned();
+                    .map(|o| o.principal.clone());
                 if owner.is_some_and(|o| o != principal.name) {
                     tracing::warn!(principal = %principal.name, "refused another caller's session id");
                     // As for a session that does not exist: nothing said about whose it is.
@@ -362,14 +387,46 @@ impl Endpoint for McpEndpoint {
                 .as_ref()
                 .map(|s| Arc::clone(&s.session_id))
                 .unwrap_or_default();
+            let session = request
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(String::from);
+            let deleting = request.method() == http::Method::DELETE;
+            // A call on a classic session whose client goes away before the answer is
+            // cancelled, as if the client had sent notifications/cancelled.
+            let call_id = match (&session, serde_json::from_slice::<Value>(&body)) {
+                (Some(_), Ok(m)) if m["method"].is_string() && !m["id"].is_null() => {
+                    Some(m["id"].clone())
+                }
+                _ => None,
+            };
             let route = Arc::new(Route {
                 kind,
                 principal: principal.clone(),
                 slot: Mutex::new(slot),
+                env: Mutex::new(None),
             });
             let response = ROUTE
                 .scope(Arc::clone(&route), service.handle(request))
                 .await;
+            if deleting
+                && response.status().is_success()
+                && let Some(id) = &session
+            {
+                shared.ended(id);
+            }
+            let response = match (session, call_id) {
+                (Some(session), Some(call)) => {
+                    let (parts, body) = response.into_parts();
+                    let body = CancelOnDrop {
+                        inner: body,
+                        cancel: Some((Arc::clone(&shared.manager), session, call)),
+                    };
+                    Response::from_parts(parts, body.boxed())
+                }
+                _ => response,
+            };
             if kind == RouteKind::NewSession
                 && let Some(id) = response
                     .headers()
@@ -377,15 +434,84 @@ impl Endpoint for McpEndpoint {
                     .and_then(|v| v.to_str().ok())
             {
                 let _ = session_id.set(id.to_string());
+                let env = route
+                    .env
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()
+                    .unwrap_or_default();
                 shared
                     .owners
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(id.to_string(), principal.name.clone());
+                    .insert(
+                        id.to_string(),
+                        Owner {
+                            principal: principal.name.clone(),
+                            env,
+                        },
+                    );
             }
             // A slot the factory did not take (rmcp refused the request first) is given back here.
             drop(route);
             response
         })
+    }
+}
+
+/// A response body that, dropped before its end (the client went away), tells rmcp the
+/// call was cancelled, so the tool stops waiting.
+struct CancelOnDrop {
+    inner: Body,
+    cancel: Option<(Arc<LocalSessionManager>, String, Value)>,
+}
+
+impl http_body::Body for CancelOnDrop {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = polled {
+            self.cancel = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        use rmcp::transport::streamable_http_server::session::SessionManager;
+        let Some((manager, session, call)) = self.cancel.take() else {
+            return;
+        };
+        tracing::info!(%session, %call, "the client went away before the answer: cancelling the call");
+        let Ok(message) = serde_json::from_value(serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": call, "reason": "the client disconnected"},
+        })) else {
+            tracing::warn!("cannot build the cancellation of call {call}");
+            return;
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let id: rmcp::transport::streamable_http_server::SessionId = session.into();
+                if let Err(e) = manager.accept_message(&id, message).await {
+                    tracing::debug!("cancellation not delivered: {e}");
+                }
+            });
+        }
     }
 }
