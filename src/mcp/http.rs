@@ -189,6 +189,13 @@ impl McpEndpoint {
 }
 
 impl Shared {
+    /// Keep a new session's Env in sight (the ended ones' places are reused).
+    fn remember(&self, env: &Arc<Env>) {
+        let mut envs = self.envs.lock().unwrap_or_else(|p| p.into_inner());
+        envs.retain(|w| w.strong_count() > 0);
+        envs.push(Arc::downgrade(env));
+    }
+
     fn live_envs(&self) -> Vec<Arc<Env>> {
         let mut envs = self.envs.lock().unwrap_or_else(|p| p.into_inner());
         envs.retain(|w| w.strong_count() > 0);
@@ -213,10 +220,7 @@ impl Shared {
                 let (registry, env) =
                     crate::tools::build_another_session(&self.base, &name, &route.principal.name)
                         .map_err(|e| std::io::Error::other(e.to_string()))?;
-                self.envs
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(Arc::downgrade(&env));
+                self.remember(&env);
                 slot.env = Some(Arc::clone(&env));
                 *route.env.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(&env));
                 self.metrics.session_opened();
@@ -247,10 +251,7 @@ impl Shared {
         let (registry, env) =
             crate::tools::build_another_session(&self.base, &name, &principal.name)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
-        self.envs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Arc::downgrade(&env));
+        self.remember(&env);
         let registry = Arc::new(registry);
         map.insert(
             principal.name.clone(),
