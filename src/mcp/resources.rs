@@ -89,7 +89,7 @@ impl Resources {
                     "no resource {uri}; this session has: {}",
                     self.uris().join(", ")
                 ),
-                None,
+                Some(serde_json::json!({"uri": uri})),
             ));
         }
         let body = if uri == CHECKPOINTS_URI {
@@ -130,7 +130,7 @@ impl Resources {
         if !self.uris().contains(&uri) {
             return Err(McpError::resource_not_found(
                 format!("no resource {uri}"),
-                None,
+                Some(serde_json::json!({"uri": uri})),
             ));
         }
         self.subscribed

@@ -465,6 +465,19 @@ impl Profile {
             .http
             .resolve(|p| resolve(p).map_err(|e| e.to_string()))
             .map_err(&invalid)?;
+        for secret in http.secret_files() {
+            let readable = std::iter::once(&workspace)
+                .chain(&read_roots)
+                .chain(&landlock.ro)
+                .any(|root| secret.starts_with(root));
+            if readable {
+                warnings.push(format!(
+                    "[http]: {} is in the workspace or a read root: commands can read it; keep \
+                     secrets outside them (the server alone reads them there)",
+                    secret.display()
+                ));
+            }
+        }
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
             linked: crate::guard::git::linked_worktree(&workspace),

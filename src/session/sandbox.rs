@@ -65,6 +65,17 @@ impl Env {
         if self.profile.tools.iter().any(|g| g == "web") {
             extras.server_connect = crate::web::server_ports(&self.profile.web);
         }
+        if self.session == super::Session::Server {
+            // `serve --http` reads its secrets (again, when they are rotated) inside its
+            // fences; its commands never may.
+            extras.server_read = self
+                .profile
+                .http
+                .secret_files()
+                .into_iter()
+                .map(|f| f.parent().map(Path::to_path_buf).unwrap_or(f))
+                .collect();
+        }
         let net = &self.profile.network;
         if net.on()
             && self

@@ -297,6 +297,24 @@ impl HttpSettings {
         self
     }
 
+    /// The files holding secrets the server reads: the tokens file, the TLS certificate
+    /// and key, the JWKS file.
+    pub fn secret_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self.tokens_file.iter().cloned().collect();
+        if let Some(tls) = &self.tls {
+            files.push(tls.cert.clone());
+            files.push(tls.key.clone());
+        }
+        if let Some(OAuthSettings {
+            jwks: KeySource::File(f),
+            ..
+        }) = &self.oauth
+        {
+            files.push(f.clone());
+        }
+        files
+    }
+
     /// Whether callers must authenticate.
     pub fn authenticated(&self) -> bool {
         self.tokens_file.is_some() || self.oauth.is_some()

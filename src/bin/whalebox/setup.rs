@@ -66,7 +66,13 @@ pub(crate) fn with_runtime(job: impl std::future::Future<Output = ExitCode>) -> 
         .enable_all()
         .build()
     {
-        Ok(rt) => rt.block_on(job),
+        Ok(rt) => {
+            let code = rt.block_on(job);
+            // A blocking read of stdin (the stdio transport's) never ends while the client
+            // keeps it open: the runtime must not wait for it after a signal.
+            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+            code
+        }
         Err(e) => {
             eprintln!("whalebox: cannot start the async runtime: {e}");
             ExitCode::FAILURE

@@ -331,6 +331,7 @@ mod tests {
             server_connect: vec![],
             server_write: vec![],
             server_private: vec![],
+            server_read: vec![],
             bind: vec![],
             proxy_port: None,
             create: vec![],

@@ -57,6 +57,10 @@ pub struct Sandbox {
     /// [`Extras::server_private`]).
     #[serde(default)]
     pub server_private: Vec<PathBuf>,
+    /// Files and directories only the server's own layer may read (see
+    /// [`Extras::server_read`]).
+    #[serde(default)]
+    pub server_read: Vec<PathBuf>,
     pub bind: Vec<u16>,
     /// A task's egress proxy port when the network fence falls back to Landlock: TCP
     /// connect is then limited to it (and `connect`), bind left as `network` says.
@@ -246,6 +250,10 @@ pub struct Extras {
     /// Directories only the server's layer has full rights on (the checkpoint store):
     /// the tasks' layer, added on top, leaves them out.
     pub server_private: Vec<PathBuf>,
+    /// Secrets only the server's layer may read (an HTTP server's tokens file, TLS key,
+    /// JWKS file, by their directories so a rotated file is followed): the tasks' layer
+    /// leaves them out, so no command can read them.
+    pub server_read: Vec<PathBuf>,
     /// TCP ports the server itself connects to (the web group's `[web] ports` and its
     /// search endpoint), with `network = "deny"`.
     pub server_connect: Vec<u16>,
@@ -340,6 +348,7 @@ impl Sandbox {
             server_connect: extras.server_connect.clone(),
             server_write: extras.server_write.clone(),
             server_private: extras.server_private.clone(),
+            server_read: extras.server_read.clone(),
             bind: l.bind.clone(),
             proxy_port: None,
             create,
@@ -521,6 +530,16 @@ impl Sandbox {
                 let Ok(fd) = PathFd::new(path) else { continue };
                 created = created
                     .add_rule(PathBeneath::new(fd, all))
+                    .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
+            }
+            for path in &self.server_read {
+                let Ok(fd) = PathFd::new(path) else { continue };
+                let mut access = AccessFs::ReadFile | AccessFs::ReadDir;
+                if !path.is_dir() {
+                    access &= AccessFs::from_file(abi);
+                }
+                created = created
+                    .add_rule(PathBeneath::new(fd, access))
                     .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
             }
         }
