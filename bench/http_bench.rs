@@ -16,6 +16,9 @@
 //!
 //! Usage: http_bench WHALEBOX_BINARY. BENCH_ONLY=http|stateless|stdio|idle (comma-separated)
 //! runs only those parts.
+//!
+//! One file of about 700 lines: a Cargo example is one file, and its parts (the two
+//! transports' clients, the statistics, the memory reading) serve this benchmark alone.
 
 use std::io::BufRead;
 use std::os::fd::OwnedFd;
