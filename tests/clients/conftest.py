@@ -68,3 +68,20 @@ def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
     (ws / "src" / "main.rs").write_text('fn main() {\n    println!("hello");\n}\n')
     (ws / "src" / "lib.rs").write_text("pub fn answer() -> u32 {\n    42\n}\n")
     return ws
+
+
+@pytest.fixture
+def http_whalebox(tmp_path, whalebox_bin):
+    """Start `whalebox serve --http 127.0.0.1:0` on a workspace (harness.HttpWhalebox);
+    every server started is stopped at the end of the test."""
+    started = []
+
+    def start(workspace, **options):
+        options.setdefault("tmp", tmp_path)
+        server = harness.HttpWhalebox(workspace, **options)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.close()

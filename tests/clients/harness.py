@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from typing import Any
 
 try:  # imported as part of the tests package or as a plain module
@@ -284,6 +285,90 @@ def run_codex(workspace: pathlib.Path, script: list, *, server_entry: dict | Non
         argv = [str(codex), "exec", "--skip-git-repo-check", "--json", "-C", str(workspace),
                 *extra_args, prompt]
         return _run("codex", argv, workspace, run_env, server, home, timeout)
+
+
+class HttpWhalebox:
+    """`whalebox serve --http 127.0.0.1:0` on `workspace`, started by the test (not by a
+    client), with bearer tokens from a tokens file when `tokens` ({NAME: TOKEN}) is given.
+    Use as a context manager; `url` is its `/mcp` endpoint, `log` what it wrote on stderr.
+
+    The tokens file lives outside the workspace. The server reads it after entering its
+    Landlock fences, so the profile names it in `[landlock] ro` too (without that it
+    fails at start: "tokens file …: Permission denied").
+    """
+
+    START_TIMEOUT = 30.0
+
+    def __init__(self, workspace: pathlib.Path, *, tokens: dict[str, str] | None = None,
+                 tmp: pathlib.Path | None = None, profile: str = "",
+                 extra_args: list[str] = ()):
+        self.home = _home(tmp)
+        lines = ["[http]"]
+        ro = ["~/.gitconfig", "~/.config/git"]
+        if tokens is not None:
+            tokens_file = self.home / "tokens"
+            tokens_file.write_text("".join(f"{n}:{t}\n" for n, t in tokens.items()))
+            tokens_file.chmod(0o600)
+            lines.append(f"tokens_file = {json.dumps(str(tokens_file))}")
+            ro.append(str(tokens_file))
+        lines += ["", "[landlock]", f"ro = {_toml(ro)}", "", profile]
+        self.profile = self.home / "profile.toml"
+        self.profile.write_text("\n".join(lines) + "\n")
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "USER": os.environ.get("USER", "test"),
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(self.home / "tmp"),
+            "RUST_LOG": "info",
+        }
+        argv = [whalebox_bin(), "serve", "--http", "127.0.0.1:0", "--workspace", str(workspace),
+                "--profile", str(self.profile), *extra_args]
+        self._log: list[str] = []
+        self._listening = threading.Event()
+        self.url = ""
+        # Own session, so the server and whatever it started end together (by its id).
+        self.proc = subprocess.Popen(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self._listening.wait(self.START_TIMEOUT) or not self.url:
+            self.close()
+            raise RuntimeError(f"whalebox serve --http did not start:\n{self.log}")
+
+    def _read(self) -> None:
+        for raw in self.proc.stderr:
+            line = raw.decode("utf-8", "replace")
+            self._log.append(line)
+            if not self.url and "listening on http://" in line:
+                self.url = line.split("listening on ", 1)[1].split()[0]
+                self._listening.set()
+        self._listening.set()  # exited: stop waiting
+
+    @property
+    def log(self) -> str:
+        return "".join(self._log)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # SIGTERM: the server's own graceful stop
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self._reader.join(timeout=5)
+
+    def __enter__(self) -> "HttpWhalebox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def installed() -> dict[str, pathlib.Path | None]:
