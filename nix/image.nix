@@ -16,7 +16,8 @@
 
 dockerTools.buildLayeredImage {
   name = "whalebox";
-  tag = whalebox.version;
+  # As deploy/container/build tags its image, and the Kubernetes manifests name it.
+  tag = "latest";
 
   # Each package's bin/, etc/ … are linked into the image's root: /bin/whalebox,
   # /bin/zsh (the gated one), /bin/bash and /bin/sh, coreutils, /bin/git, /bin/tini,
@@ -31,19 +32,20 @@ dockerTools.buildLayeredImage {
     tini
   ];
 
-  # The user everything runs as and what it owns (the home, the workspace and the state
-  # directory, where checkpoints are kept); /tmp, where the server makes its private
-  # directories; /usr/bin/env for scripts that start with it.
+  # The user everything runs as and what it owns: the workspace, and its home, where
+  # checkpoints ($XDG_STATE_HOME, by default ~/.local/state) and the toolchain presets'
+  # caches go; /tmp, where the server makes its private directories; /usr/bin/env for
+  # scripts that start with it.
   fakeRootCommands = ''
-    mkdir -p etc/whalebox tmp workspace var/lib/whalebox home/whalebox usr/bin
+    mkdir -p etc/whalebox tmp workspace home/whalebox usr/bin
     printf '%s\n' 'root:x:0:0:root:/root:/bin/bash' \
       'whalebox:x:10001:10001:whalebox:/home/whalebox:/bin/bash' > etc/passwd
     printf '%s\n' 'root:x:0:' 'whalebox:x:10001:' > etc/group
     cp ${../deploy/container/profile.toml} etc/whalebox/profile.toml
     ln -s ${coreutils}/bin/env usr/bin/env
     chmod 1777 tmp
-    chmod 0700 var/lib/whalebox
-    chown 10001:10001 workspace var/lib/whalebox home/whalebox
+    chmod 0700 home/whalebox
+    chown 10001:10001 workspace home/whalebox
   '';
 
   config = {
@@ -67,7 +69,7 @@ dockerTools.buildLayeredImage {
     ExposedPorts."8080/tcp" = { };
     Volumes = {
       "/workspace" = { };
-      "/var/lib/whalebox" = { };
+      "/home/whalebox" = { };
     };
     Env = [
       "PATH=/bin"
@@ -75,7 +77,6 @@ dockerTools.buildLayeredImage {
       # Every whalebox command in the container (doctor, call, tools) reads the image's
       # profile, as the server does.
       "WHALEBOX_PROFILE=/etc/whalebox/profile.toml"
-      "XDG_STATE_HOME=/var/lib/whalebox"
       "SSL_CERT_FILE=/etc/ssl/certs/ca-bundle.crt"
     ];
   };

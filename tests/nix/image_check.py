@@ -49,13 +49,13 @@ def main():
         "Entrypoint": ["/bin/tini", "--"],
         "Cmd": SERVE,
         "ExposedPorts": {"8080/tcp": {}},
-        "Volumes": {"/workspace": {}, "/var/lib/whalebox": {}},
+        "Volumes": {"/workspace": {}, "/home/whalebox": {}},
     }
     for key, value in want.items():
         if cfg.get(key) != value:
             fail(f"config.{key} is {cfg.get(key)!r}, not {value!r}")
     for key, value in {"WHALEBOX_PROFILE": "/etc/whalebox/profile.toml",
-                       "XDG_STATE_HOME": "/var/lib/whalebox", "PATH": "/bin"}.items():
+                       "HOME": "/home/whalebox", "PATH": "/bin"}.items():
         if env.get(key) != value:
             fail(f"Env {key} is {env.get(key)!r}, not {value!r}")
 
@@ -69,7 +69,8 @@ def main():
         (deb.get("CMD"), cfg["Cmd"]),
         (deb.get("ENTRYPOINT", [None])[1:], cfg["Entrypoint"][1:]),
         (deb["ENV"].get("WHALEBOX_PROFILE"), env["WHALEBOX_PROFILE"]),
-        (deb["ENV"].get("XDG_STATE_HOME"), env["XDG_STATE_HOME"]),
+        (deb["ENV"].get("HOME"), env["HOME"]),
+        (deb["ENV"].get("XDG_STATE_HOME"), env.get("XDG_STATE_HOME")),
     ]
     for a, b in same:
         if a != b:
@@ -108,16 +109,15 @@ def main():
 
     with open(os.path.join(result, "modes.txt")) as f:
         modes = dict(reversed(line.split(" ", 1)) for line in f.read().splitlines() if " -> " not in line)
-    for path, mode in {"tmp": "drwxrwxrwt", "var/lib/whalebox": "drwx------", "workspace": "drwxr-xr-x",
-                       "home/whalebox": "drwxr-xr-x"}.items():
+    for path, mode in {"tmp": "drwxrwxrwt", "workspace": "drwxr-xr-x", "home/whalebox": "drwx------"}.items():
         if modes.get(path) != mode:
             fail(f"/{path} is {modes.get(path)}, not {mode}")
     with open(os.path.join(result, "ownership")) as f:
         owned = f.read().split()
-    if owned[:2] != ["chown", "10001:10001"] or set(owned[2:]) != {"workspace", "var/lib/whalebox", "home/whalebox"}:
-        fail(f"fakeRootCommands did not give 10001 the workspace, state and home: {owned}")
+    if owned[:2] != ["chown", "10001:10001"] or set(owned[2:]) != {"workspace", "home/whalebox"}:
+        fail(f"fakeRootCommands did not give 10001 the workspace and the home: {owned}")
     print("tests/nix: packages.image: user 10001, tini -- whalebox serve --http 0.0.0.0:8080, "
-          "/workspace and /var/lib/whalebox, /bin linking to the flake's whalebox and zsh-gated, "
+          "/workspace and /home/whalebox, /bin linking to the flake's whalebox and zsh-gated, "
           "/etc/passwd, the profile; as deploy/container/Containerfile has them")
 
 
