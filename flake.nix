@@ -21,6 +21,8 @@
         zsh-gated = pkgs.callPackage ./nix/zsh.nix { };
         whalebox = pkgs.callPackage ./nix/package.nix { inherit zsh-gated; };
         default = whalebox;
+        # The container image (dockerTools.buildLayeredImage; docs/src/container.md).
+        image = pkgs.callPackage ./nix/image.nix { inherit whalebox zsh-gated; };
       };
 
       # whalebox's own repository, fenced like any other (devShells.sandbox).
@@ -52,6 +54,7 @@
         "flake.nix"
         "nix/package.nix"
         "nix/zsh.nix"
+        "nix/image.nix"
         "nix/lib.nix"
         "nix/template/flake.nix"
       ];
@@ -106,8 +109,9 @@
           own = self.packages.${pkgs.stdenv.hostPlatform.system};
         in
         {
-          # The package builds and passes its tests; zsh-gated passes zsh's own suite.
-          inherit (own) whalebox zsh-gated;
+          # The package builds and passes its tests; zsh-gated passes zsh's own suite; the
+          # image builds.
+          inherit (own) whalebox zsh-gated image;
           # The overlay gives the same packages to a nixpkgs that applies it.
           overlay = (pkgs.extend self.overlays.default).whalebox;
           # Every shipped policy loads and its match/not_match examples hold.

@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage {
   inherit (cargoToml.package) version;
 
   # Only what the build and its Rust tests read: editing the README, the flake or the
-  # Python and Nix test harnesses does not rebuild whalebox.
+  # Python, Nix and container test harnesses does not rebuild whalebox.
   src = lib.fileset.toSource {
     root = ../.;
     fileset =
@@ -39,6 +39,7 @@ rustPlatform.buildRustPackage {
           lib.fileset.unions [
             ../tests/mcp
             ../tests/nix
+            ../tests/container
           ]
         );
   };

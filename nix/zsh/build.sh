@@ -3,12 +3,19 @@
 # target/zsh/ (bin/zsh, its modules under lib/). The source is, in order: $ZSH_TARBALL, a
 # tarball already in target/zsh-src/, `apt-get source` (Debian, deb-src enabled), or the
 # upstream URL. The sha256 is always checked.
+#
+# ZSH_PREFIX (default: target/zsh) is the prefix compiled into the zsh, where it finds its
+# modules and functions at run time; ZSH_DESTDIR, when set, stages the install under it
+# (make DESTDIR), so a zsh for another root is built here: deploy/container/build builds
+# one for the image's /opt/whalebox/zsh into target/container/zsh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 sha=9b8d1ecedd5b5e81fbf1918e876752a7dd948e05c1a0dba10ab863842d45acd5
 src=$root/target/zsh-src
-prefix=$root/target/zsh
+prefix=${ZSH_PREFIX:-$root/target/zsh}
+destdir=${ZSH_DESTDIR:-}
+installed=$destdir$prefix
 mkdir -p "$src"
 tarball=${ZSH_TARBALL:-}
 if [ -z "$tarball" ]; then
@@ -22,8 +29,8 @@ if [ -z "$tarball" ]; then
 fi
 echo "$sha  $tarball" | sha256sum -c --quiet - || { echo "build.sh: $tarball is not zsh 5.9 (sha256 mismatch)" >&2; exit 1; }
 patch_sum=$(sha256sum nix/zsh/exec-boundary.patch | cut -c1-16)
-if [ -x "$prefix/bin/zsh" ] && [ "$(cat "$prefix/.patch" 2>/dev/null)" = "$patch_sum" ]; then
-  echo "build.sh: $prefix/bin/zsh is up to date"
+if [ -x "$installed/bin/zsh" ] && [ "$(cat "$installed/.patch" 2>/dev/null)" = "$patch_sum" ]; then
+  echo "build.sh: $installed/bin/zsh is up to date"
   exit 0
 fi
 work=$src/build
@@ -45,6 +52,6 @@ if [ "${ZSH_CHECK:-1}" != 0 ]; then
     grep -h "successful test scripts" "$src/check-$t.log" | sed "s/^/build.sh: make check $t*: /"
   done
 fi
-make install.bin install.modules install.fns >>"$src/make.log" 2>&1 || { tail -30 "$src/make.log" >&2; exit 1; }
-echo "$patch_sum" > "$prefix/.patch"
-echo "build.sh: installed $prefix/bin/zsh"
+make install.bin install.modules install.fns DESTDIR="$destdir" >>"$src/make.log" 2>&1 || { tail -30 "$src/make.log" >&2; exit 1; }
+echo "$patch_sum" > "$installed/.patch"
+echo "build.sh: installed $installed/bin/zsh (prefix $prefix)"

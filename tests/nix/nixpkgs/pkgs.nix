@@ -500,6 +500,91 @@ let
           find "$@" -name '*.nix' -not -path '*/.git/*' -exec nixfmt {} +
         '';
       };
+      # nixpkgs' dockerTools.buildLayeredImage builds an image tarball: a layer per store
+      # path of the closure, and a customisation layer whose root is `contents` linked
+      # into / (symlinkJoin), then changed by `extraCommands` and by `fakeRootCommands`
+      # under fakeroot. The stand-in builds no image. It refuses an argument nixpkgs does
+      # not take, makes the customisation layer's root the same way and runs both scripts
+      # in it, with chown and chgrp recorded instead of run (no fakeroot here; the builder
+      # is uid 1000), and writes out what a test can check: root/ (that root),
+      # ownership (the recorded changes), modes.txt, config.json, contents.
+      dockerTools.buildLayeredImage =
+        args:
+        let
+          known = [
+            "name"
+            "tag"
+            "fromImage"
+            "contents"
+            "config"
+            "architecture"
+            "created"
+            "mtime"
+            "uid"
+            "gid"
+            "uname"
+            "gname"
+            "maxLayers"
+            "extraCommands"
+            "fakeRootCommands"
+            "enableFakechroot"
+            "includeStorePaths"
+            "includeNixDB"
+            "passthru"
+            "meta"
+            "compressor"
+          ];
+          unknown = builtins.filter (n: !builtins.elem n known) (builtins.attrNames args);
+        in
+        if unknown != [ ] then
+          throw "stand-in dockerTools.buildLayeredImage: nixpkgs takes no argument ${toString unknown}"
+        else
+          script "docker-image-${args.name}.tar.gz"
+            ''
+              root=$PWD/root
+              mkdir -p $root $out
+              # symlinkJoin's lndir: directories made, files linked, the first path wins.
+              for p in $contents; do
+                ( cd "$p"
+                  find . -mindepth 1 -type d -printf '%P\n' | while IFS= read -r d; do mkdir -p "$root/$d"; done
+                  find . -mindepth 1 ! -type d -printf '%P\n' | while IFS= read -r f; do
+                    [ -e "$root/$f" ] || [ -L "$root/$f" ] || ln -s "$p/$f" "$root/$f"
+                  done )
+              done
+              cd $root
+              eval "$extraCommands"
+              touch $out/ownership
+              chown() { echo "chown $*" >> $out/ownership; }
+              chgrp() { echo "chgrp $*" >> $out/ownership; }
+              eval "$fakeRootCommands"
+              unset -f chown chgrp
+              find . -mindepth 1 \( -type l -printf '%M %P -> %l\n' \) -o -printf '%M %P\n' | sort > $out/modes.txt
+              cd ..
+              cp -a root $out/root
+              printf '%s' "$configJson" > $out/config.json
+              printf '%s\n' $contents > $out/contents
+            ''
+            {
+              contents = args.contents or [ ];
+              extraCommands = args.extraCommands or "";
+              fakeRootCommands = args.fakeRootCommands or "";
+              configJson = builtins.toJSON (args.config or { });
+            }
+          // {
+            imageName = args.name;
+            imageTag = args.tag or "latest";
+          };
+      # nixpkgs' cacert: the Mozilla bundle as etc/ssl/certs/ca-bundle.crt (here the host's).
+      cacert =
+        script "cacert"
+          ''
+            mkdir -p $out/etc/ssl/certs
+            cp /etc/ssl/certs/ca-certificates.crt $out/etc/ssl/certs/ca-bundle.crt
+          ''
+          {
+            __noChroot = true;
+          };
+      tini = hostTool "tini" [ "tini" ] "";
       which = hostTool "which" [ "which" ] "";
       git = hostTool "git" [ "git" ] "";
       curl = hostTool "curl" [ "curl" ] "";
