@@ -39,7 +39,7 @@ use crate::session::Env;
 /// What a request is, decided before rmcp sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RouteKind {
-    /// An `initialize` that opens a classic session.
+    /// An `initialize`: rmcp opens a classic session for it.
     NewSession,
     /// A request on an open classic session (rmcp may ask for a handler only to read a
     /// tool's schema).
@@ -57,10 +57,15 @@ struct Route {
     env: Mutex<Option<Weak<Env>>>,
 }
 
-/// Who opened a classic session, and its state.
+/// Who opened a classic session, its state, and when it was last used.
 struct Owner {
     principal: String,
     env: Weak<Env>,
+    /// When its last request began or its last answer ended.
+    last_seen: Instant,
+    /// Its requests whose answers are still under way (a call, an event stream): a
+    /// session is idle only with none.
+    active: usize,
 }
 
 tokio::task_local! {
@@ -107,6 +112,8 @@ struct Stateless {
 struct Shared {
     base: Arc<Env>,
     base_registry: Arc<Registry>,
+    /// The instructions every session gets, made once from the server's own session.
+    instructions: String,
     metrics: Arc<Metrics>,
     max_sessions: usize,
     idle: Duration,
@@ -139,10 +146,15 @@ impl McpEndpoint {
         stop: CancellationToken,
     ) -> McpEndpoint {
         let mut manager = LocalSessionManager::default();
-        manager.session_config.keep_alive = Some(settings.idle_timeout);
+        // rmcp's keep-alive counts from a session's last message, so it would close a
+        // session in the middle of a long call; idle sessions are closed here instead
+        // (`expire_idle`), counting from the end of the last answer.
+        manager.session_config.keep_alive = None;
         let manager = Arc::new(manager);
+        let stop_sweeping = stop.clone();
         let shared = Arc::new(Shared {
             manager: Arc::clone(&manager),
+            instructions: super::instructions_for(&registry, &base),
             base,
             base_registry: Arc::new(registry),
             metrics,
@@ -167,6 +179,7 @@ impl McpEndpoint {
         }
         let factory = Arc::clone(&shared);
         let service = StreamableHttpService::new(move || factory.handler(), manager, config);
+        tokio::spawn(expire_idle(Arc::clone(&shared), stop_sweeping));
         McpEndpoint { shared, service }
     }
 
@@ -208,7 +221,11 @@ impl Shared {
             .try_with(Arc::clone)
             .map_err(|_| std::io::Error::other("a handler was asked for outside a request"))?;
         match route.kind {
-            RouteKind::Existing => Ok(Server::new(Arc::clone(&self.base_registry), &self.base)),
+            RouteKind::Existing => Ok(Server::with_instructions(
+                Arc::clone(&self.base_registry),
+                &self.base,
+                self.instructions.clone(),
+            )),
             RouteKind::NewSession => {
                 let mut slot = route
                     .slot
@@ -225,12 +242,17 @@ impl Shared {
                 *route.env.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(&env));
                 self.metrics.session_opened();
                 tracing::info!(principal = %route.principal.name, env = %name, "session opened");
-                Ok(Server::new(Arc::new(registry), &env)
-                    .in_http(Arc::clone(&self.metrics), Some(slot)))
+                Ok(
+                    Server::with_instructions(Arc::new(registry), &env, self.instructions.clone())
+                        .in_http(Arc::clone(&self.metrics), Some(slot)),
+                )
             }
             RouteKind::Stateless => {
                 let (registry, env) = self.stateless_for(&route.principal)?;
-                Ok(Server::new(registry, &env).in_http(Arc::clone(&self.metrics), None))
+                Ok(
+                    Server::with_instructions(registry, &env, self.instructions.clone())
+                        .in_http(Arc::clone(&self.metrics), None),
+                )
             }
         }
     }
@@ -304,9 +326,9 @@ fn route_kind(request: &Request<Full<Bytes>>, body: &[u8]) -> RouteKind {
     let Ok(message) = serde_json::from_slice::<Value>(body) else {
         return RouteKind::Stateless;
     };
-    let version = message["params"]["protocolVersion"].as_str().unwrap_or("");
-    // Protocol versions are dates: they compare as strings.
-    if message["method"] == "initialize" && version < "2026-07-28" {
+    // rmcp answers every `initialize` with the classic handshake and a session (one
+    // naming 2026-07-28 negotiates down), so each is a new session here too.
+    if message["method"] == "initialize" {
         RouteKind::NewSession
     } else {
         RouteKind::Stateless
@@ -343,6 +365,7 @@ impl Endpoint for McpEndpoint {
                 .map(|c| c.to_bytes())
                 .unwrap_or_default();
             let kind = route_kind(&request, &body);
+            let mut activity = None;
             if kind == RouteKind::Existing
                 && let Some(id) = request
                     .headers()
@@ -355,6 +378,9 @@ impl Endpoint for McpEndpoint {
                     .unwrap_or_else(|p| p.into_inner())
                     .get(id)
                     .map(|o| o.principal.clone());
+                if owner.as_ref() == Some(&principal.name) {
+                    activity = Some(Activity::begin(&shared, id));
+                }
                 if owner.is_some_and(|o| o != principal.name) {
                     tracing::warn!(principal = %principal.name, "refused another caller's session id");
                     // As for a session that does not exist: nothing said about whose it is.
@@ -417,16 +443,20 @@ impl Endpoint for McpEndpoint {
             {
                 shared.ended(id);
             }
-            let response = match (session, call_id) {
-                (Some(session), Some(call)) => {
-                    let (parts, body) = response.into_parts();
-                    let body = CancelOnDrop {
-                        inner: body,
-                        cancel: Some((Arc::clone(&shared.manager), session, call)),
-                    };
-                    Response::from_parts(parts, body.boxed())
-                }
-                _ => response,
+            let cancel = match (session, call_id) {
+                (Some(session), Some(call)) => Some((Arc::clone(&shared.manager), session, call)),
+                _ => None,
+            };
+            let response = if cancel.is_some() || activity.is_some() {
+                let (parts, body) = response.into_parts();
+                let body = Tracked {
+                    inner: body,
+                    cancel,
+                    _activity: activity,
+                };
+                Response::from_parts(parts, body.boxed())
+            } else {
+                response
             };
             if kind == RouteKind::NewSession
                 && let Some(id) = response
@@ -450,6 +480,8 @@ impl Endpoint for McpEndpoint {
                         Owner {
                             principal: principal.name.clone(),
                             env,
+                            last_seen: Instant::now(),
+                            active: 0,
                         },
                     );
             }
@@ -460,14 +492,81 @@ impl Endpoint for McpEndpoint {
     }
 }
 
-/// A response body that, dropped before its end (the client went away), tells rmcp the
-/// call was cancelled, so the tool stops waiting.
-struct CancelOnDrop {
-    inner: Body,
-    cancel: Option<(Arc<LocalSessionManager>, String, Value)>,
+/// A classic session's request under way: the session is not idle until it ends.
+struct Activity {
+    shared: Arc<Shared>,
+    session: String,
 }
 
-impl http_body::Body for CancelOnDrop {
+impl Activity {
+    fn begin(shared: &Arc<Shared>, session: &str) -> Activity {
+        if let Some(o) = shared
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(session)
+        {
+            o.active += 1;
+            o.last_seen = Instant::now();
+        }
+        Activity {
+            shared: Arc::clone(shared),
+            session: session.to_string(),
+        }
+    }
+}
+
+impl Drop for Activity {
+    fn drop(&mut self) {
+        if let Some(o) = self
+            .shared
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(&self.session)
+        {
+            o.active = o.active.saturating_sub(1);
+            o.last_seen = Instant::now();
+        }
+    }
+}
+
+/// Close the classic sessions idle for `idle_timeout_s` (no request under way, none
+/// begun since), until the server stops.
+async fn expire_idle(shared: Arc<Shared>, stop: CancellationToken) {
+    use rmcp::transport::streamable_http_server::session::SessionManager;
+    let every = (shared.idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let idle: Vec<String> = shared
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(_, o)| o.active == 0 && o.last_seen.elapsed() >= shared.idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in idle {
+            tracing::info!(session = %id, "session closed: idle for {} s", shared.idle.as_secs());
+            let _ = shared.manager.close_session(&id.clone().into()).await;
+            shared.ended(&id);
+        }
+    }
+}
+
+/// A response body that keeps its session's [`Activity`] until it is done and, dropped
+/// before its end (the client went away), tells rmcp the call was cancelled, so the tool
+/// stops waiting.
+struct Tracked {
+    inner: Body,
+    cancel: Option<(Arc<LocalSessionManager>, String, Value)>,
+    _activity: Option<Activity>,
+}
+
+impl http_body::Body for Tracked {
     type Data = Bytes;
     type Error = std::convert::Infallible;
 
@@ -491,7 +590,7 @@ impl http_body::Body for CancelOnDrop {
     }
 }
 
-impl Drop for CancelOnDrop {
+impl Drop for Tracked {
     fn drop(&mut self) {
         use rmcp::transport::streamable_http_server::session::SessionManager;
         let Some((manager, session, call)) = self.cancel.take() else {

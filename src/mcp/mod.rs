@@ -72,8 +72,19 @@ pub struct Server {
 
 impl Server {
     pub fn new(registry: Arc<Registry>, env: &Arc<Env>) -> Self {
+        let instructions = instructions(&registry, env);
+        Server::with_instructions(registry, env, instructions)
+    }
+
+    /// A server whose instructions were made already (an HTTP session's are the
+    /// server's: making them would start the session's exec gate before any command).
+    pub fn with_instructions(
+        registry: Arc<Registry>,
+        env: &Arc<Env>,
+        instructions: String,
+    ) -> Self {
         Server {
-            instructions: instructions(&registry, env),
+            instructions,
             registry,
             fit: std::sync::OnceLock::new(),
             approver: env.approver.clone(),
@@ -158,6 +169,12 @@ fn mcp_tool(spec: &ToolSpec, fit: &fit::Fit, structured: bool) -> rmcp::model::T
         tool.meta = Some(rmcp::model::MetaObject(fit.tool_meta.clone()));
     }
     tool
+}
+
+/// The server's instructions (see [`instructions`]), for another session of the same
+/// server.
+pub fn instructions_for(registry: &Registry, env: &Env) -> String {
+    instructions(registry, env)
 }
 
 /// The server's instructions: short, because Codex's code mode repeats them after

@@ -131,6 +131,12 @@ impl PrivateDirs {
         })
     }
 
+    /// Remove the server's private directory now: at its end, when threads that will
+    /// never be joined (decision servers) still hold the session.
+    pub fn remove(&self) {
+        let _ = std::fs::remove_dir_all(self.root.path());
+    }
+
     /// A session's own pair, `tmp/NAME` and `run/NAME` (NAME short: sockets live there).
     fn child(&self, name: &str) -> std::io::Result<PrivateDirs> {
         let tmp = self.tmp.join(name);

@@ -137,7 +137,7 @@ impl Front {
                     tracing::info!(reason = refusal.label(), "request refused: {why}");
                 }
                 self.metrics.auth_refused(refusal.label());
-                return self.auth.refuse(&refusal);
+                return closing(self.auth.refuse(&refusal));
             }
         };
         let (mut parts, body) = request.into_parts();
@@ -145,17 +145,19 @@ impl Front {
         let bytes = match tokio::time::timeout(self.request_timeout, body.collect()).await {
             Ok(Ok(collected)) => collected.to_bytes(),
             Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                return text_body(
+                return closing(text_body(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     &format!("the body is over {} bytes\n", self.max_body_bytes),
-                );
+                ));
             }
-            Ok(Err(e)) => return text_body(StatusCode::BAD_REQUEST, &format!("body: {e}\n")),
+            Ok(Err(e)) => {
+                return closing(text_body(StatusCode::BAD_REQUEST, &format!("body: {e}\n")));
+            }
             Err(_) => {
-                return text_body(
+                return closing(text_body(
                     StatusCode::REQUEST_TIMEOUT,
                     "the body did not arrive in time\n",
-                );
+                ));
             }
         };
         parts.extensions.insert(principal);
@@ -198,6 +200,16 @@ impl Front {
         );
         response
     }
+}
+
+/// An answer given before the request's body was read whole: the connection cannot
+/// carry another request, and the client is told so.
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 /// None for a GET or HEAD; else 405.

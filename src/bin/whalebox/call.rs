@@ -71,6 +71,7 @@ pub(crate) async fn call(tool: &str, raw: String, registry: Registry, env: Arc<E
     let envelope = registry.dispatch(tool, value, ctx).await;
     // A one-shot call is its own session: nothing it started outlives it.
     env.tasks.kill_all();
+    env.private.remove();
     print_envelope(&envelope);
     if envelope.ok {
         ExitCode::SUCCESS

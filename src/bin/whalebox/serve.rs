@@ -29,6 +29,7 @@ pub(crate) async fn serve(registry: Registry, env: Arc<Env>) -> ExitCode {
     // Every task's processes go with the server (the supervisors' parent-death signal
     // covers a server that is killed outright).
     env.tasks.kill_all();
+    env.private.remove();
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -148,6 +149,7 @@ pub(crate) async fn serve_http(registry: Registry, env: Arc<Env>, addr: String) 
     {
         tracing::warn!("connections still open 5 s after the stop; closing them");
     }
+    env.private.remove();
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }
