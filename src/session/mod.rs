@@ -131,6 +131,11 @@ impl PrivateDirs {
         })
     }
 
+    /// The directory holding `tmp` and `run`.
+    pub fn root(&self) -> &std::path::Path {
+        self.root.path()
+    }
+
     /// Remove the server's private directory now: at its end, when threads that will
     /// never be joined (decision servers) still hold the session.
     pub fn remove(&self) {

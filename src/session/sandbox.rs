@@ -24,6 +24,13 @@ impl Env {
         if let Ok(exe) = std::env::current_exe() {
             extras.programs.push(exe);
         }
+        // The server removes its private directory when it ends: it needs full rights in
+        // it and the right to remove it from its parent; its commands get neither.
+        let root = self.private.root();
+        extras.server_private.push(root.to_path_buf());
+        extras
+            .server_rmdir
+            .extend(root.parent().map(Path::to_path_buf));
         if let Some(c) = &self.checkpoints {
             // The server keeps checkpoints there (made when it enters the sandbox); its
             // commands never see the store.

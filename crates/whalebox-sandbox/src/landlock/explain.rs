@@ -332,6 +332,7 @@ mod tests {
             server_write: vec![],
             server_private: vec![],
             server_read: vec![],
+            server_rmdir: vec![],
             bind: vec![],
             proxy_port: None,
             create: vec![],

@@ -61,6 +61,10 @@ pub struct Sandbox {
     /// [`Extras::server_read`]).
     #[serde(default)]
     pub server_read: Vec<PathBuf>,
+    /// Directories in which the server's own layer may remove (empty) directories (see
+    /// [`Extras::server_rmdir`]).
+    #[serde(default)]
+    pub server_rmdir: Vec<PathBuf>,
     pub bind: Vec<u16>,
     /// A task's egress proxy port when the network fence falls back to Landlock: TCP
     /// connect is then limited to it (and `connect`), bind left as `network` says.
@@ -254,6 +258,9 @@ pub struct Extras {
     /// JWKS file, by their directories so a rotated file is followed): the tasks' layer
     /// leaves them out, so no command can read them.
     pub server_read: Vec<PathBuf>,
+    /// Directories in which only the server's layer may remove empty directories: the
+    /// parent of its private directory, which it removes when it ends.
+    pub server_rmdir: Vec<PathBuf>,
     /// TCP ports the server itself connects to (the web group's `[web] ports` and its
     /// search endpoint), with `network = "deny"`.
     pub server_connect: Vec<u16>,
@@ -349,6 +356,7 @@ impl Sandbox {
             server_write: extras.server_write.clone(),
             server_private: extras.server_private.clone(),
             server_read: extras.server_read.clone(),
+            server_rmdir: extras.server_rmdir.clone(),
             bind: l.bind.clone(),
             proxy_port: None,
             create,
@@ -530,6 +538,12 @@ impl Sandbox {
                 let Ok(fd) = PathFd::new(path) else { continue };
                 created = created
                     .add_rule(PathBeneath::new(fd, all))
+                    .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
+            }
+            for path in &self.server_rmdir {
+                let Ok(fd) = PathFd::new(path) else { continue };
+                created = created
+                    .add_rule(PathBeneath::new(fd, AccessFs::RemoveDir))
                     .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
             }
             for path in &self.server_read {
