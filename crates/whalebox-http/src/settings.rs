@@ -33,9 +33,9 @@ pub struct HttpFile {
     /// names on a loopback address; any host on another address (which needs
     /// authentication anyway).
     allowed_hosts: Option<Vec<String>>,
-    /// Browser origins accepted (`https://app.example.com:443`, `http://localhost:*`);
-    /// a request with another `Origin` gets 403. Default: none (a request without an
-    /// `Origin` header, as every non-browser client sends, passes).
+    /// Browser origins accepted (`https://app.example.com:443`, `http://localhost:*`):
+    /// once set, a request with another `Origin` gets 403. Default: empty, and `Origin`
+    /// is not checked (non-browser clients send none; authentication still applies).
     allowed_origins: Vec<String>,
     /// Sessions open at once; one more `initialize` gets 503.
     max_sessions: usize,
