@@ -15,7 +15,7 @@
 //!   [`Env`] per principal, dropped after `idle_timeout_s` unused with no task running.
 //!
 //! rmcp makes a handler with a factory that cannot see the request, so the route is
-//! decided before rmcp runs and handed to the factory in a task-local ([`ROUTE`]).
+//! decided before rmcp runs and handed to the factory in a task-local (`ROUTE`).
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -154,7 +154,7 @@ impl McpEndpoint {
         let stop_sweeping = stop.clone();
         let shared = Arc::new(Shared {
             manager: Arc::clone(&manager),
-            instructions: super::instructions_for(&registry, &base),
+            instructions: super::instructions(&registry, &base),
             base,
             base_registry: Arc::new(registry),
             metrics,

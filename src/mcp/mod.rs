@@ -171,12 +171,6 @@ fn mcp_tool(spec: &ToolSpec, fit: &fit::Fit, structured: bool) -> rmcp::model::T
     tool
 }
 
-/// The server's instructions (see [`instructions`]), for another session of the same
-/// server.
-pub fn instructions_for(registry: &Registry, env: &Env) -> String {
-    instructions(registry, env)
-}
-
 /// The server's instructions: short, because Codex's code mode repeats them after
 /// every tool's description, and free of whitespace runs. The tools describe
 /// themselves; this says what holds across them.

@@ -82,7 +82,7 @@ pub struct Env {
 }
 
 /// A server's private directories (see [`Env::private`]). The sessions of an HTTP
-/// server each get their own pair under the server's ([`PrivateDirs::child`]), so no
+/// server each get their own pair under the server's (`PrivateDirs::child`), so no
 /// session sees another's temporary files or sockets.
 #[derive(Debug)]
 pub struct PrivateDirs {
