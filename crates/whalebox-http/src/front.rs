@@ -80,10 +80,6 @@ impl Front {
         self
     }
 
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
     /// The server is stopping: `/readyz` says so, so load balancers send no more.
     pub fn drain(&self) {
         self.draining.store(true, Ordering::SeqCst);

@@ -290,13 +290,6 @@ fn parse_algorithm(name: &str) -> Result<jsonwebtoken::Algorithm, String> {
 }
 
 impl HttpSettings {
-    /// Settings for `listen` with every default (`whalebox serve --http ADDR` with no
-    /// `[http]`).
-    pub fn with_listen(mut self, listen: SocketAddr) -> Self {
-        self.listen = listen;
-        self
-    }
-
     /// The files holding secrets the server reads: the tokens file, the TLS certificate
     /// and key, the JWKS file.
     pub fn secret_files(&self) -> Vec<PathBuf> {

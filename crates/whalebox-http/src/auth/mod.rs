@@ -108,17 +108,6 @@ impl Authenticator {
         })
     }
 
-    /// No authentication at all.
-    pub fn none() -> Authenticator {
-        Authenticator {
-            tokens: None,
-            oauth: None,
-            metadata_url: None,
-            scopes: Vec::new(),
-            token_header: None,
-        }
-    }
-
     pub fn required(&self) -> bool {
         self.tokens.is_some() || self.oauth.is_some()
     }
