@@ -126,9 +126,8 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
         args.push(supervisor::SANDBOX_FLAG.into());
         args.push(s.into());
     }
-    if let Some(socket) = &exec_gate {
-        args.push(supervisor::EXEC_GATE_FLAG.into());
-        args.push(socket.into());
+    if let Some(gate) = &exec_gate {
+        args.extend(gate.args());
     }
     if let Some((_, net)) = &network {
         if let Some(netns) = &net.netns {

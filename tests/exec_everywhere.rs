@@ -33,18 +33,31 @@ match = ["touch x", "/usr/bin/touch x"]
 "#;
 
 fn profile(policy: &str) -> String {
+    profile_with(policy, "auto")
+}
+
+/// The profile with the kernel gate's `method` (auto, notify or ptrace).
+fn profile_with(policy: &str, method: &str) -> String {
     format!(
-        "policy = \"{policy}\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
+        "policy = \"{policy}\"\n[shell]\nexec_boundary = \"required\"\nexec_gate = \"{method}\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
         common::gated_zsh().display()
     )
 }
 
 /// The touch-denying policy, the kernel gate required, an audit log.
 fn fixture() -> Fixture {
+    fixture_with("auto")
+}
+
+/// The same under the kernel gate's `method`.
+fn fixture_with(method: &str) -> Fixture {
     let f = Fixture::new();
     std::fs::write(f.root.join("policy.toml"), DENY_TOUCH).unwrap();
-    f.with_profile(&profile("policy.toml"))
+    f.with_profile(&profile_with("policy.toml", method))
 }
+
+/// Both methods of the kernel gate: each must keep every promise.
+const METHODS: [&str; 2] = ["notify", "ptrace"];
 
 /// Extra variables for one command.
 type Vars = Vec<(&'static str, String)>;
@@ -246,7 +259,13 @@ fn every_program_of_a_task_is_gated_not_only_zsh() {
     if common::skip_without_kernel_gate("every_program_of_a_task_is_gated_not_only_zsh") {
         return;
     }
-    let f = fixture();
+    for method in METHODS {
+        battery_denies_touch_every_way(method);
+    }
+}
+
+fn battery_denies_touch_every_way(method: &str) {
+    let f = fixture_with(method);
     let p = Programs::find(&[
         "sh", "bash", "dash", "python3", "perl", "node", "npm", "make", "git", "find", "xargs",
         "setsid", "touch",
@@ -442,6 +461,12 @@ fn every_program_of_a_task_is_gated_not_only_zsh() {
         ran += 1;
         let env = run(&f, command, extra);
         let mut problems = denied_touch_problems(&env);
+        if env["data"]["exec_boundary"]["method"] != method {
+            problems.push(format!(
+                "it ran under {} instead",
+                env["data"]["exec_boundary"]["method"]
+            ));
+        }
         let made = made_files(&f.ws);
         if !made.is_empty() {
             problems.push(format!("the denied program ran: it created {made:?}"));
@@ -461,7 +486,7 @@ fn every_program_of_a_task_is_gated_not_only_zsh() {
     assert!(ran > 0, "no case could run");
     assert!(
         failures.is_empty(),
-        "{} of {ran} ways to run a denied program were not refused as they should be:\n\n{}",
+        "{method}: {} of {ran} ways to run a denied program were not refused as they should be:\n\n{}",
         failures.len(),
         failures.join("\n\n")
     );
@@ -573,10 +598,22 @@ fn a_thread_rewriting_the_exec_path_never_gets_the_denied_program_run() {
         eprintln!("SKIPPED the exec racer: no cc on PATH to compile tests/exec/racer.c");
         return;
     };
-    let f = fixture();
+    let total: u64 = std::env::var("WHALEBOX_RACER_N")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3000);
+    // The fallback method too, with fewer rounds (it is slower on a multithreaded exec).
+    for (method, total) in [("notify", total), ("ptrace", total.div_ceil(3))] {
+        race(&cc, method, total);
+    }
+}
+
+/// `total` execs raced under the kernel gate's `method`.
+fn race(cc: &Path, method: &str, total: u64) {
+    let f = fixture_with(method);
     let racer = f.ws.join("racer");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec/racer.c");
-    let out = Command::new(&cc)
+    let out = Command::new(cc)
         .args(["-O2", "-pthread", "-o"])
         .arg(&racer)
         .arg(&source)
@@ -593,10 +630,6 @@ fn a_thread_rewriting_the_exec_path_never_gets_the_denied_program_run() {
         common::system_program("touch"),
     );
     let marker = f.ws.join("made-by-racer");
-    let total: u64 = std::env::var("WHALEBOX_RACER_N")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(3000);
     // Rounds of at most 1000 forks, each a task of its own, so that one round stays well
     // within a call's 50 s even on a slow machine (a multithreaded exec costs ms there).
     const ROUND: u64 = 1000;
@@ -630,7 +663,7 @@ fn a_thread_rewriting_the_exec_path_never_gets_the_denied_program_run() {
             "round {round}"
         );
         let counts = parse_tally(&line);
-        eprintln!("exec racer round {round}: {}", line.trim());
+        eprintln!("exec racer ({method}) round {round}: {}", line.trim());
         assert_eq!(counts["n"], n, "{line}");
         for (k, v) in counts {
             *sum.entry(k).or_default() += v;
@@ -668,6 +701,7 @@ fn a_thread_rewriting_the_exec_path_never_gets_the_denied_program_run() {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let shown = format!("{method}: {shown}");
     eprintln!("exec racer: {shown}");
     assert!(
         !marker.exists(),

@@ -1,7 +1,9 @@
 //! The kernel exec gate against attempts to get around it and against a decision server
-//! that misbehaves: a task's own seccomp filter, ptrace from inside a task, a machine
-//! that refuses ptrace (fail closed), a server that never answers or hangs up, exec and
-//! fork storms. Real programs, the real kernel; C helpers are compiled from tests/exec/.
+//! that misbehaves: a task's own seccomp filter, ptrace from inside a task, x32 calls,
+//! the supervisor's memory, a machine that refuses ptrace (fail closed), a server that
+//! never answers or hangs up, exec and fork storms; under both methods (seccomp user
+//! notification, the default, and the ptrace fallback) where it matters. Real programs,
+//! the real kernel; C helpers are compiled from tests/exec/.
 
 mod common;
 
@@ -13,6 +15,11 @@ use common::{Fixture, text};
 use serde_json::json;
 
 fn fixture(mode: &str) -> Fixture {
+    fixture_with(mode, "auto")
+}
+
+/// The touch-denying policy, `exec_boundary = mode`, `exec_gate = method`.
+fn fixture_with(mode: &str, method: &str) -> Fixture {
     let f = Fixture::new();
     std::fs::write(
         f.root.join("policy.toml"),
@@ -20,7 +27,7 @@ fn fixture(mode: &str) -> Fixture {
     )
     .unwrap();
     f.with_profile(&format!(
-        "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"{mode}\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
+        "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"{mode}\"\nexec_gate = \"{method}\"\nzsh = \"{}\"\naudit_log = \"audit.jsonl\"\n",
         common::gated_zsh().display()
     ))
 }
@@ -54,35 +61,91 @@ fn made(f: &Fixture) -> Vec<String> {
         .collect()
 }
 
+/// A filter of the task's own returning SECCOMP_RET_USER_NOTIF for execve would outrank
+/// the gate's (and, under the notification method, take its question): asking for a
+/// listener is refused, under both methods.
 #[test]
 fn a_tasks_own_seccomp_filter_cannot_skip_the_gate() {
     if common::skip_without_kernel_gate("a_tasks_own_seccomp_filter_cannot_skip_the_gate") {
         return;
     }
+    for method in ["notify", "ptrace"] {
+        let f = fixture_with("required", method);
+        let Some(escape) = compile("notify_escape", &f.ws) else {
+            return;
+        };
+        let touch = common::system_program("touch");
+        let (_, env) = f.call(
+            "shell_run",
+            &json!({"command": format!("{} {} made-escape; echo rc=$?", escape.display(), touch.display())})
+                .to_string(),
+        );
+        let t = text(&env);
+        assert_eq!(env["data"]["exec_boundary"]["method"], method, "{t}");
+        assert!(made(&f).is_empty(), "{method}: the escape ran touch:\n{t}");
+        assert!(
+            t.contains("no user notification here: Operation not permitted") && t.contains("rc=3"),
+            "{method}: the listener is refused:\n{t}"
+        );
+    }
+}
+
+/// x32 calls share x86_64's architecture token with other numbers: the filter kills the
+/// process rather than let an x32 execve past a check of 59 and 322.
+#[test]
+fn an_exec_through_the_x32_call_table_is_killed() {
+    if common::skip_without_kernel_gate("an_exec_through_the_x32_call_table_is_killed") {
+        return;
+    }
     let f = fixture("required");
-    let Some(escape) = compile("notify_escape", &f.ws) else {
+    let Some(x32) = compile("x32_exec", &f.ws) else {
         return;
     };
     let touch = common::system_program("touch");
-    let (_, env) = f.call(
+    let env = f.ok(
         "shell_run",
-        &json!({"command": format!("{} {} made-escape; echo rc=$?", escape.display(), touch.display())})
+        &json!({"command": format!("{} {} made-x32; echo rc=$?", x32.display(), touch.display())})
             .to_string(),
     );
     let t = text(&env);
-    assert!(made(&f).is_empty(), "the escape ran touch:\n{t}");
-    assert!(t.contains("rc=137"), "killed before it ran:\n{t}");
-    assert!(t.contains("whalebox: killed"), "{t}");
-    assert_eq!(env["code"], "denied_by_policy", "{t}");
-    let denial = &env["data"]["denials"][0];
-    assert_eq!(denial["killed"], true, "{denial}");
-    let chain: Vec<&str> = denial["chain"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
-    assert_eq!(chain[..2], ["zsh", "notify_escape"], "{chain:?}");
+    assert!(made(&f).is_empty(), "the x32 exec ran touch:\n{t}");
+    // 128 + SIGSYS (31).
+    assert!(t.contains("rc=159"), "killed by the filter:\n{t}");
+}
+
+/// No process of a task can reach into its supervisor (which holds the listener):
+/// not write its memory, not take its descriptors, root or not.
+#[test]
+fn the_supervisor_is_out_of_a_tasks_reach() {
+    if common::skip_without_kernel_gate("the_supervisor_is_out_of_a_tasks_reach") {
+        return;
+    }
+    let f = fixture("required");
+    let script = "import os, ctypes\n\
+                  sup = os.getppid()\n\
+                  for what in ['mem', 'fd/0']:\n\
+                  \x20   try:\n\
+                  \x20       open('/proc/%d/%s' % (sup, what), 'rb').read(1)\n\
+                  \x20       print(what, 'open')\n\
+                  \x20   except OSError as e:\n\
+                  \x20       print(what, 'refused', e.errno)\n\
+                  libc = ctypes.CDLL(None, use_errno=True)\n\
+                  pidfd = libc.syscall(434, sup, 0)\n\
+                  print('getfd', libc.syscall(438, pidfd, 0, 0), ctypes.get_errno())\n";
+    std::fs::write(f.ws.join("reach.py"), script).unwrap();
+    // exec: the shell's parent is the supervisor.
+    let env = f.ok(
+        "shell_run",
+        &json!({"command": "exec python3 reach.py"}).to_string(),
+    );
+    let t = text(&env);
+    for what in ["mem", "fd/0"] {
+        assert!(t.contains(&format!("{what} refused")), "{what}:\n{t}");
+    }
+    assert!(
+        t.contains("getfd -1 "),
+        "pidfd_getfd on the supervisor:\n{t}"
+    );
 }
 
 #[test]

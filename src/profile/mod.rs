@@ -29,7 +29,7 @@ pub use git::{GitSection, MainWorktree};
 pub use mcp_servers::McpServerSection;
 pub use network::NetworkSection;
 pub use output::{ClientLimits, EditSection, OutputSection};
-pub use shell::{ExecBoundary, ShellSection};
+pub use shell::{ExecBoundary, ExecGate, ShellSection};
 
 /// The embedded default profile, used when no `--profile` is given.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");

@@ -37,6 +37,9 @@ pub struct ShellSection {
     /// required: no gated zsh → shell tools refuse; best-effort: run ungated and say so;
     /// off: use the plain shell.
     pub exec_boundary: ExecBoundary,
+    /// How the kernel exec gate takes each exec: auto (seccomp user notification where
+    /// the kernel has it, else ptrace), notify, or ptrace (every process traced).
+    pub exec_gate: ExecGate,
     /// Who settles an `ask` when no person can answer.
     pub on_ask: crate::boundary::OnAsk,
     /// JSONL audit log of every exec decision.
@@ -57,6 +60,19 @@ pub enum ExecBoundary {
     Off,
 }
 
+/// How the kernel exec gate takes each exec (see `boundary::kernel`).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecGate {
+    /// Notification where the kernel has it (5.0+, not gVisor), else ptrace.
+    #[default]
+    Auto,
+    /// Seccomp user notification: a process is traced only at its exec.
+    Notify,
+    /// ptrace: every process of a task is traced from its fork (slower on forks).
+    Ptrace,
+}
+
 impl Default for ShellSection {
     fn default() -> Self {
         ShellSection {
@@ -72,6 +88,7 @@ impl Default for ShellSection {
             pty_cols: 80,
             zsh: None,
             exec_boundary: ExecBoundary::default(),
+            exec_gate: ExecGate::default(),
             on_ask: Default::default(),
             audit_log: None,
             approvals_file: None,

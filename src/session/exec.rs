@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::boundary::kernel::Method;
 use crate::boundary::{DecisionServer, GatedShell};
-use crate::profile::ExecBoundary;
+use crate::profile::{ExecBoundary, ExecGate};
+pub use crate::shell::supervisor::KernelGate;
 
 use super::Env;
 
@@ -19,9 +21,9 @@ pub enum ShellBoundary {
         zsh: Option<PathBuf>,
         /// The variables that connect the gated zsh to this session's server.
         vars: Vec<(String, String)>,
-        /// The decision server's socket for the kernel gate, which decides every exec of
-        /// every process; None: only the gated zsh's own execs are decided.
-        kernel: Option<PathBuf>,
+        /// The kernel gate, which decides every exec of every process; None: only the
+        /// gated zsh's own execs are decided.
+        kernel: Option<KernelGate>,
         /// What results say about it (`data.exec_boundary`).
         status: serde_json::Value,
         /// Said in results when part of the boundary is missing (best-effort).
@@ -36,8 +38,8 @@ pub struct Gate {
     /// The gated zsh, or why there is none.
     pub shell: Result<GatedShell, String>,
     pub server: DecisionServer,
-    /// Whether the kernel gate works here, or why not.
-    pub kernel: Result<(), String>,
+    /// The kernel gate's method here, or why it does not work.
+    pub kernel: Result<Method, String>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -83,16 +85,20 @@ impl Env {
             Err(_) => Vec::new(),
         };
         match &gate.kernel {
-            Ok(()) => Ok(ShellBoundary::Gated {
+            Ok(method) => Ok(ShellBoundary::Gated {
                 status: serde_json::json!({
                     "gated": true,
                     "kernel": true,
+                    "method": method.name(),
                     "zsh": zsh,
                     "covers": "every exec of every process of the task",
                 }),
                 zsh,
                 vars,
-                kernel: Some(gate.server.socket().to_path_buf()),
+                kernel: Some(KernelGate {
+                    socket: gate.server.socket().to_path_buf(),
+                    method: Some(*method),
+                }),
                 note: None,
             }),
             Err(why) if required => Err(crate::guard::runtime::explain(&format!(
@@ -129,23 +135,31 @@ impl Env {
         }
     }
 
-    /// Whether the kernel exec gate can be installed here, found out once by starting
-    /// it for real (a supervisor gating `whalebox --version`).
-    pub fn kernel_gate(&self) -> Result<(), String> {
+    /// The kernel exec gate's method here, or why it cannot be installed, found out once
+    /// by starting it for real (a supervisor gating `whalebox --version`).
+    pub fn kernel_gate(&self) -> Result<Method, String> {
         self.kernel_gate
             .get_or_init(|| {
                 if let Some(why) = crate::boundary::kernel::unsupported() {
                     return Err(why);
                 }
+                let method = match self.profile.shell.exec_gate {
+                    ExecGate::Auto => crate::boundary::kernel::method_here(),
+                    ExecGate::Notify => Method::Notify,
+                    ExecGate::Ptrace => Method::Ptrace,
+                };
                 let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+                let gate = KernelGate {
+                    socket: "/nonexistent/whalebox-probe.sock".into(),
+                    method: Some(method),
+                };
                 let out = std::process::Command::new(&exe)
                     .args([
                         crate::shell::supervisor::SUBCOMMAND,
                         &std::process::id().to_string(),
-                        crate::shell::supervisor::EXEC_GATE_FLAG,
-                        "/nonexistent/whalebox-probe.sock",
-                        "--",
                     ])
+                    .args(gate.args())
+                    .arg("--")
                     .arg(&exe)
                     .arg("--version")
                     .env("TMPDIR", &self.private.tmp)
@@ -153,7 +167,7 @@ impl Env {
                     .output()
                     .map_err(|e| format!("cannot start the probe: {e}"))?;
                 if out.status.success() {
-                    return Ok(());
+                    return Ok(method);
                 }
                 let said = String::from_utf8_lossy(&out.stderr);
                 let said = said

@@ -59,7 +59,7 @@ pub struct Env {
     gated_shell: std::sync::OnceLock<Result<GatedShell, String>>,
     /// The gated zsh and this session's decision server, started on first use.
     gate: std::sync::OnceLock<Result<Arc<Gate>, String>>,
-    kernel_gate: std::sync::OnceLock<Result<(), String>>,
+    kernel_gate: std::sync::OnceLock<Result<crate::boundary::kernel::Method, String>>,
     /// Who answers the policy's `ask` (installed by the MCP server when its client can).
     pub approver: ApproverSlot,
     /// Approvals waiting for a shell call to carry them (2026-07-28 lifecycle).

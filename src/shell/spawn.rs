@@ -35,8 +35,8 @@ pub struct Spec {
     /// The task's Landlock layer (a serialized `guard::landlock::Sandbox`), applied by
     /// the supervisor before it starts the shell.
     pub sandbox: Option<String>,
-    /// The decision server's socket, when the task runs under the kernel exec gate.
-    pub exec_gate: Option<PathBuf>,
+    /// The kernel exec gate, when the task runs under it.
+    pub exec_gate: Option<supervisor::KernelGate>,
     /// The network fence: the supervisor's `--netns` value (its own namespace), and
     /// whether it installs the socket filter (the Landlock fallback).
     pub netns: Option<String>,
@@ -112,9 +112,8 @@ fn supervisor_argv(spec: &Spec) -> std::io::Result<(PathBuf, Vec<OsString>)> {
         args.push(supervisor::SANDBOX_FLAG.into());
         args.push(sandbox.into());
     }
-    if let Some(socket) = &spec.exec_gate {
-        args.push(supervisor::EXEC_GATE_FLAG.into());
-        args.push(socket.into());
+    if let Some(gate) = &spec.exec_gate {
+        args.extend(gate.args());
     }
     if let Some(netns) = &spec.netns {
         args.push(supervisor::NETNS_FLAG.into());

@@ -31,6 +31,30 @@ pub const SANDBOX_FLAG: &str = "--sandbox";
 /// does not run (exit 126): the server only asks for it where it found it works.
 pub const EXEC_GATE_FLAG: &str = "--exec-gate";
 
+/// `--exec-gate-method notify|ptrace`: how the kernel exec gate takes each exec; absent:
+/// notification where the kernel has it, else ptrace.
+pub const EXEC_GATE_METHOD_FLAG: &str = "--exec-gate-method";
+
+/// The kernel exec gate for one task, as the supervisor's options.
+#[derive(Debug, Clone)]
+pub struct KernelGate {
+    /// The decision server's socket.
+    pub socket: std::path::PathBuf,
+    pub method: Option<crate::boundary::kernel::Method>,
+}
+
+impl KernelGate {
+    /// The supervisor's options for it.
+    pub fn args(&self) -> Vec<OsString> {
+        let mut args = vec![EXEC_GATE_FLAG.into(), self.socket.clone().into()];
+        if let Some(method) = self.method {
+            args.push(EXEC_GATE_METHOD_FLAG.into());
+            args.push(method.name().into());
+        }
+        args
+    }
+}
+
 /// `--netns PORT:TOKEN:SOCKET`: move into a new network namespace, bind the egress
 /// proxy's PORT on its loopback and hand that listener to the server at SOCKET (see
 /// `net::netns`). If that fails the task does not run (exit 126).
@@ -74,6 +98,15 @@ pub fn main(args: Vec<OsString>) -> ! {
     };
     let sandbox = option(SANDBOX_FLAG);
     let exec_gate = option(EXEC_GATE_FLAG);
+    let method = match option(EXEC_GATE_METHOD_FLAG).and_then(|m| m.to_str()) {
+        None => None,
+        Some("notify") => Some(crate::boundary::kernel::Method::Notify),
+        Some("ptrace") => Some(crate::boundary::kernel::Method::Ptrace),
+        Some(other) => {
+            eprintln!("whalebox {SUBCOMMAND}: {EXEC_GATE_METHOD_FLAG} {other:?}: notify or ptrace");
+            std::process::exit(2);
+        }
+    };
     let netns = option(NETNS_FLAG);
     let socket_filter = option(SOCKET_FILTER_FLAG).is_some();
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
@@ -108,7 +141,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         std::process::exit(126);
     }
     let status = match exec_gate {
-        Some(socket) => gated(shell, shell_args, socket),
+        Some(socket) => gated(shell, shell_args, socket, method),
         None => plain(shell, shell_args),
     };
     kill_everything();
@@ -168,8 +201,17 @@ fn plain(shell: &OsString, shell_args: &[OsString]) -> Status {
 }
 
 /// Start the shell under the kernel exec gate and serve its execs until it ends.
-fn gated(shell: &OsString, shell_args: &[OsString], socket: &OsString) -> Status {
-    use crate::boundary::kernel::tracer::{self, End, Options};
+fn gated(
+    shell: &OsString,
+    shell_args: &[OsString],
+    socket: &OsString,
+    method: Option<crate::boundary::kernel::Method>,
+) -> Status {
+    use crate::boundary::kernel::tracer::{End, Options};
+    // Not dumpable: no other user's process (a task's, should it run as another user)
+    // may read or write the supervisor's memory or take its descriptors (the listener).
+    // Root's are kept out by the task's own Landlock domain (see kernel::start).
+    let _ = nix::sys::prctl::set_dumpable(false);
     let timeout_ms = std::env::var("WHALEBOX_GATE_TIMEOUT_MS")
         .ok()
         .and_then(|t| t.parse().ok())
@@ -178,7 +220,7 @@ fn gated(shell: &OsString, shell_args: &[OsString], socket: &OsString) -> Status
         server: Some(socket.into()),
         timeout: Duration::from_millis(timeout_ms),
     };
-    match tracer::run(shell, shell_args, &options, &|| {
+    match crate::boundary::kernel::run(shell, shell_args, method, &options, &|| {
         HANGUP.load(Ordering::SeqCst)
     }) {
         Ok(End::Exited(code)) => Some(Ok(code)),

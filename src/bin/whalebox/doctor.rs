@@ -27,7 +27,7 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         json!({"found": false, "why": "the exec boundary is off (or the shell group is)"})
     };
     let kernel_gate = match env.kernel_gate() {
-        Ok(()) => json!({"works": true}),
+        Ok(method) => json!({"works": true, "method": method.name()}),
         Err(why) => json!({"works": false, "why": why}),
     };
     let net = &env.profile.network;
@@ -173,8 +173,14 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         Err(why) => println!("gated zsh:  not found: {why}"),
     }
     match env.kernel_gate() {
-        Ok(()) => println!(
-            "exec gate:  kernel (seccomp + ptrace): every exec of every process of a task is decided{}",
+        Ok(method) => println!(
+            "exec gate:  kernel ({}): every exec of every process of a task is decided{}",
+            match method {
+                whalebox::boundary::kernel::Method::Notify =>
+                    "seccomp user notification, ptrace at each exec to verify it",
+                whalebox::boundary::kernel::Method::Ptrace =>
+                    "seccomp + ptrace, every process of a task traced",
+            },
             if env.policy.is_some() {
                 ""
             } else {

@@ -1,16 +1,53 @@
-//! The seccomp half of the kernel gate: a filter that stops every `execve` and
-//! `execveat` for the tracer (`SECCOMP_RET_TRACE`) and lets every other system call
-//! through untouched, so a task pays for the gate on its execs only.
+//! The seccomp half of the kernel gate: a filter that hands every `execve` and
+//! `execveat` to the task's supervisor and lets every other system call through
+//! untouched, so a task pays for the gate on its execs only. How the exec is handed over
+//! is the [`Method`]: a user notification (the supervisor reads it from a listener
+//! descriptor; the fast path) or a ptrace stop (`SECCOMP_RET_TRACE`, the fallback where
+//! user notification is missing).
 //!
-//! Without a tracer attached the kernel fails a traced call with ENOSYS, so a process
-//! that somehow left the tracer could not exec at all: the filter fails closed. Calls of
-//! another architecture (32-bit `int 0x80` on x86_64) kill the process, because their
+//! Beside the execs, the filter refuses what could take the gate's place or read past
+//! it, with EPERM:
+//! - `seccomp()` asking for a listener (`SECCOMP_FILTER_FLAG_NEW_LISTENER`): a task's
+//!   own filter returning `SECCOMP_RET_USER_NOTIF` would outrank ours (the newest
+//!   filter's listener gets the notification) and could answer CONTINUE itself. The
+//!   flags are a plain integer argument, so the filter decides on them without a race.
+//! - `ptrace()`: a tracer inside the task could hold a process where the supervisor
+//!   needs to attach to verify an exec, or reach the supervisor itself; so `strace`,
+//!   `gdb` and `PTRACE_TRACEME` fail inside a task, as they did when every process of a
+//!   task was traced.
+//!
+//! Fail closed: with no listener left (the supervisor is gone) a notified call fails
+//! with ENOSYS, and so does a traced call with no tracer. Calls of another architecture
+//! (32-bit `int 0x80`) and x32 calls (numbers with bit 30 set) kill the process: their
 //! numbers are not the ones checked here.
+//!
+//! seccompiler (which builds the socket filter, `install`) has neither a
+//! user-notification action nor a range test on the call number, so this filter is
+//! written out in BPF: sixteen instructions.
 
-use std::collections::BTreeMap;
+use std::os::fd::{FromRawFd, OwnedFd};
 
 use nix::libc;
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+use seccompiler::{BpfProgram, TargetArch};
+
+/// How the filter hands an exec to the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `SECCOMP_RET_USER_NOTIF`: the caller waits in the kernel while the supervisor
+    /// decides; no process is traced but at its exec (see `notify`).
+    Notify,
+    /// `SECCOMP_RET_TRACE`: every process of the task is traced (see `tracer`).
+    Ptrace,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Notify => "notify",
+            Method::Ptrace => "ptrace",
+        }
+    }
+}
 
 /// The architecture the gate supports, or why it does not run here.
 pub fn target_arch() -> Result<TargetArch, String> {
@@ -26,24 +63,148 @@ pub fn target_arch() -> Result<TargetArch, String> {
     }
 }
 
-/// The filter as a BPF program, built before `fork` so the child only installs it.
-pub fn exec_filter() -> Result<BpfProgram, String> {
-    let arch = target_arch()?;
-    let mut rules = BTreeMap::new();
-    // An empty rule list matches the call whatever its arguments.
-    rules.insert(libc::SYS_execve, vec![]);
-    rules.insert(libc::SYS_execveat, vec![]);
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(0), arch)
-        .map_err(|e| format!("cannot build the seccomp filter: {e}"))?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| format!("cannot compile the seccomp filter: {e}"))
+/// `AUDIT_ARCH_X86_64`: EM_X86_64 (62), 64-bit, little-endian.
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+/// x32 system calls are x86_64's with this bit set in their number.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+/// Offsets into `struct seccomp_data`.
+const NR: u32 = 0;
+const ARCH: u32 = 4;
+/// The low half of the second argument (`seccomp()`'s flags).
+const ARG1_LOW: u32 = 16 + 8;
+// x86_64 call numbers (the gate is built for x86_64 only, see `target_arch`).
+const SYS_EXECVE: u32 = 59;
+const SYS_EXECVEAT: u32 = 322;
+const SYS_PTRACE: u32 = 101;
+const SYS_SECCOMP: u32 = 317;
+
+fn stmt(code: u32, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    }
+}
+
+/// The gate's filter as a BPF program, built before `fork` so the child only installs it.
+pub fn gate_filter(method: Method) -> Result<Vec<libc::sock_filter>, String> {
+    target_arch()?;
+    use libc::{
+        BPF_ABS, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W,
+        SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_TRACE,
+        SECCOMP_RET_USER_NOTIF,
+    };
+    let exec = match method {
+        Method::Notify => SECCOMP_RET_USER_NOTIF,
+        Method::Ptrace => SECCOMP_RET_TRACE,
+    };
+    let eperm = SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u32;
+    // Jump offsets count the instructions skipped; the returns are at the end.
+    Ok(vec![
+        /* 0 */ stmt(BPF_LD | BPF_W | BPF_ABS, ARCH),
+        /* 1 */ jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        /* 2 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        /* 3 */ stmt(BPF_LD | BPF_W | BPF_ABS, NR),
+        /* 4 */ jump(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 8, 0), // → 13 kill
+        /* 5 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_EXECVE, 8, 0), // → 14 exec
+        /* 6 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_EXECVEAT, 7, 0), // → 14 exec
+        /* 7 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_PTRACE, 7, 0), // → 15 eperm
+        /* 8 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_SECCOMP, 1, 0), // → 10 flags
+        /* 9 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 10 */ stmt(BPF_LD | BPF_W | BPF_ABS, ARG1_LOW),
+        /* 11 */ jump(BPF_JMP | BPF_JSET | BPF_K, listener, 3, 0), // → 15 eperm
+        /* 12 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 13 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        /* 14 */ stmt(BPF_RET | BPF_K, exec),
+        /* 15 */ stmt(BPF_RET | BPF_K, eperm),
+    ])
+}
+
+/// Why the filter could not be installed, and whether user notification is what is
+/// missing (then the ptrace method may still work).
+#[derive(Debug)]
+pub struct InstallError {
+    pub why: String,
+    pub no_notify: bool,
 }
 
 /// In the child, after `fork` and before its first exec: no new privileges (the kernel
 /// requires it of an unprivileged filter, and it keeps setuid programs from changing
-/// who the gate is guarding), then the filter.
-pub fn install(program: &BpfProgram) -> Result<(), String> {
+/// who the gate is guarding), then the gate's filter. For [`Method::Notify`] the
+/// listener descriptor comes back (close-on-exec); the caller waits killably once its
+/// notification is received, where the kernel can (5.19), so a signal to a program
+/// whose exec is being decided does not withdraw and re-ask the question.
+pub fn install_gate(
+    program: &[libc::sock_filter],
+    method: Method,
+) -> Result<Option<OwnedFd>, InstallError> {
+    no_new_privs().map_err(|why| InstallError {
+        why,
+        no_notify: false,
+    })?;
+    let prog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_ptr() as *mut libc::sock_filter,
+    };
+    let seccomp = |flags: libc::c_ulong| {
+        // SAFETY: seccomp with a program that outlives the call.
+        unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                flags,
+                &prog as *const libc::sock_fprog,
+            )
+        }
+    };
+    let error = || std::io::Error::last_os_error();
+    match method {
+        Method::Ptrace => {
+            if seccomp(0) != 0 {
+                return Err(InstallError {
+                    why: format!("seccomp: {}", error()),
+                    no_notify: false,
+                });
+            }
+            Ok(None)
+        }
+        Method::Notify => {
+            let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
+            let mut fd = seccomp(listener | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
+            if fd < 0 && error().raw_os_error() == Some(libc::EINVAL) {
+                // Before 5.19: no killable wait; a signal re-asks (see notify.rs).
+                fd = seccomp(listener);
+            }
+            if fd < 0 {
+                let e = error();
+                return Err(InstallError {
+                    // EINVAL: no user notification (before 5.0, gVisor); EBUSY: another
+                    // filter of this process has a listener; EPERM: a filter refuses it.
+                    no_notify: matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINVAL | libc::EBUSY | libc::EPERM | libc::ENOSYS)
+                    ),
+                    why: format!("seccomp user notification: {e}"),
+                });
+            }
+            // SAFETY: seccomp returned a new descriptor.
+            Ok(Some(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
+        }
+    }
+}
+
+fn no_new_privs() -> Result<(), String> {
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(format!(
@@ -51,5 +212,23 @@ pub fn install(program: &BpfProgram) -> Result<(), String> {
             std::io::Error::last_os_error()
         ));
     }
+    Ok(())
+}
+
+/// Install a seccompiler program (the network fence's socket filter) on the calling
+/// thread: no new privileges first, as an unprivileged filter requires.
+pub fn install(program: &BpfProgram) -> Result<(), String> {
+    no_new_privs()?;
     seccompiler::apply_filter(program).map_err(|e| format!("seccomp: {e}"))
+}
+
+/// Whether user notification works here: a thread of our own installs a filter with a
+/// listener (a filter binds only the thread that installs it, and goes with it).
+pub fn notify_available() -> Result<(), String> {
+    target_arch()?;
+    let program = gate_filter(Method::Notify)?;
+    std::thread::spawn(move || install_gate(&program, Method::Notify).map(drop))
+        .join()
+        .map_err(|_| "the probe thread panicked".to_string())?
+        .map_err(|e| e.why)
 }

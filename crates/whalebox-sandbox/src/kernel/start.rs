@@ -1,11 +1,23 @@
-//! Starting a task's first program under the gate: fork; the child stops itself, the
-//! supervisor seizes it with the options that follow every fork, clone and exec, and
-//! only then does the child install the seccomp filter and exec. So no instruction of
-//! the task's own runs untraced, and a gate that cannot be installed stops the task
-//! before anything ran.
+//! Starting a task's first program under the gate, so that no instruction of the
+//! task's own runs outside it and a gate that cannot be installed stops the task before
+//! anything ran:
+//!
+//! - notification method: fork; the child installs the filter with a listener, hands
+//!   the listener to the supervisor (SCM_RIGHTS on a socket pair) and execs, which is
+//!   already a question to the supervisor;
+//! - ptrace method: fork; the child stops itself, the supervisor seizes it with the
+//!   options that follow every fork, clone and exec, and only then does the child
+//!   install the filter and exec.
+//!
+//! Either way the child first enters a Landlock domain of its own, nested in the
+//! supervisor's (where the kernel has Landlock): the kernel then refuses every process
+//! of the task ptrace-class access to the supervisor (`/proc/PID/mem`, `pidfd_getfd`,
+//! `process_vm_writev`), root or not, so none can take its listener or rewrite it. The
+//! supervisor is also not dumpable (see the supervisor), which is enough for other users.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::os::fd::OwnedFd;
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use nix::libc;
@@ -14,7 +26,9 @@ use nix::sys::signal::{self, SigSet, SigmaskHow, Signal};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork};
 
-use super::{filter, tracee};
+use super::filter::{self, Method};
+use super::notify::Refusal;
+use super::tracee;
 
 /// The started root: its pid, and the pipe its filter error comes on (if it could not
 /// install the filter, it exits 126 and says why there).
@@ -35,7 +49,7 @@ fn options() -> PtraceOptions {
 }
 
 /// The environment the root gets: the supervisor's own, plus the mark that tells a
-/// gated zsh the kernel decides its execs (it checks that it really is traced).
+/// gated zsh the kernel decides its execs (it believes it only under a seccomp filter).
 fn environment() -> Vec<CString> {
     std::env::vars_os()
         .filter(|(k, _)| k != "WHALEBOX_GATE_KERNEL")
@@ -52,13 +66,8 @@ fn environment() -> Vec<CString> {
 /// Fork and start `program args` as a tracee. Signals of the caller's mask are
 /// unblocked in the child. The supervisor must be single-threaded.
 pub fn start(program: &OsStr, args: &[OsString]) -> Result<Root, String> {
-    let bpf = filter::exec_filter()?;
-    let env = environment();
-    let path = tracee::cstring(program.as_bytes())?;
-    let argv: Vec<CString> = std::iter::once(program)
-        .chain(args.iter().map(OsString::as_os_str))
-        .map(|a| tracee::cstring(a.as_bytes()))
-        .collect::<Result<_, _>>()?;
+    let bpf = filter::gate_filter(Method::Ptrace)?;
+    let exec = Exec::new(program, args)?;
     let (report_r, report_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     // SAFETY: the supervisor is single-threaded; the child only makes system calls and
@@ -67,36 +76,15 @@ pub fn start(program: &OsStr, args: &[OsString]) -> Result<Root, String> {
         Err(e) => return Err(format!("fork: {e}")),
         Ok(ForkResult::Child) => {
             drop(report_r);
-            let _ = signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
-            // Rust ignores SIGPIPE and an ignored signal survives exec: give the task the
-            // default back, as std's Command does (else `yes | head` ends with an error).
-            // SAFETY: restoring a default disposition.
-            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            child_signals();
             let _ = signal::raise(Signal::SIGSTOP);
-            if let Err(e) = filter::install(&bpf) {
-                let _ = nix::unistd::write(&report_w, e.as_bytes());
+            own_domain();
+            if let Err(e) = filter::install_gate(&bpf, Method::Ptrace) {
+                let _ = nix::unistd::write(&report_w, e.why.as_bytes());
                 // SAFETY: leaving the child without running the parent's destructors.
                 unsafe { libc::_exit(126) };
             }
-            let mut argp: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-            argp.push(std::ptr::null());
-            let mut envp: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).collect();
-            envp.push(std::ptr::null());
-            // SAFETY: NUL-terminated strings and NULL-terminated arrays that outlive the call.
-            unsafe { libc::execve(path.as_ptr(), argp.as_ptr(), envp.as_ptr()) };
-            let err = std::io::Error::last_os_error();
-            let code = if err.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            let line = format!(
-                "whalebox: cannot start {}: {err}\n",
-                program.to_string_lossy()
-            );
-            let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
-            // SAFETY: as above.
-            unsafe { libc::_exit(code) };
+            exec.run()
         }
         Ok(ForkResult::Parent { child }) => child,
     };
@@ -125,4 +113,182 @@ pub fn start(program: &OsStr, args: &[OsString]) -> Result<Root, String> {
         pid,
         report: report_r,
     })
+}
+
+/// The first program's exec, prepared before `fork` (the child only makes system calls).
+struct Exec {
+    path: CString,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    shown: String,
+}
+
+impl Exec {
+    fn new(program: &OsStr, args: &[OsString]) -> Result<Exec, String> {
+        Ok(Exec {
+            path: tracee::cstring(program.as_bytes())?,
+            argv: std::iter::once(program)
+                .chain(args.iter().map(OsString::as_os_str))
+                .map(|a| tracee::cstring(a.as_bytes()))
+                .collect::<Result<_, _>>()?,
+            env: environment(),
+            shown: program.to_string_lossy().into_owned(),
+        })
+    }
+
+    /// In the child: exec, or say why not and exit 127 (not found) or 126.
+    fn run(&self) -> ! {
+        let mut argp: Vec<*const libc::c_char> = self.argv.iter().map(|a| a.as_ptr()).collect();
+        argp.push(std::ptr::null());
+        let mut envp: Vec<*const libc::c_char> = self.env.iter().map(|e| e.as_ptr()).collect();
+        envp.push(std::ptr::null());
+        // SAFETY: NUL-terminated strings and NULL-terminated arrays that outlive the call.
+        unsafe { libc::execve(self.path.as_ptr(), argp.as_ptr(), envp.as_ptr()) };
+        let err = std::io::Error::last_os_error();
+        let code = if err.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        };
+        let line = format!("whalebox: cannot start {}: {err}\n", self.shown);
+        let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+        // SAFETY: leaving the child without running the parent's destructors.
+        unsafe { libc::_exit(code) }
+    }
+}
+
+/// In the child: the signal mask and dispositions a program expects.
+fn child_signals() {
+    let _ = signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    // Rust ignores SIGPIPE and an ignored signal survives exec: give the task the
+    // default back, as std's Command does (else `yes | head` ends with an error).
+    // SAFETY: restoring a default disposition.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// In the child: a Landlock domain nested in the supervisor's, which denies nothing a
+/// task does (making block devices) but puts the supervisor out of the task's ptrace
+/// reach. Where the kernel has no Landlock this does nothing (best effort): the
+/// supervisor being non-dumpable still keeps out every user but root.
+fn own_domain() {
+    use landlock::{AccessFs, Ruleset, RulesetAttr};
+    // Landlock needs no new privileges of an unprivileged process (the filter does too).
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    let _ = Ruleset::default()
+        .handle_access(AccessFs::MakeBlock)
+        .and_then(|r| r.create())
+        .and_then(|r| r.restrict_self());
+}
+
+/// The started root under the notification method, with the filter's listener.
+pub struct Notified {
+    pub pid: Pid,
+    pub listener: OwnedFd,
+}
+
+/// Fork and start `program args` under the notification method.
+pub fn start_notified(program: &OsStr, args: &[OsString]) -> Result<Notified, Refusal> {
+    use nix::sys::socket::{
+        AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
+        sendmsg, socketpair,
+    };
+    let bpf = filter::gate_filter(Method::Notify).map_err(Refusal::Failed)?;
+    let exec = Exec::new(program, args).map_err(Refusal::Failed)?;
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| Refusal::Failed(format!("socketpair: {e}")))?;
+    // SAFETY: the supervisor is single-threaded; the child only makes system calls and
+    // writes before it execs or exits.
+    let pid = match unsafe { fork() } {
+        Err(e) => return Err(Refusal::Failed(format!("fork: {e}"))),
+        Ok(ForkResult::Child) => {
+            drop(ours);
+            child_signals();
+            own_domain();
+            // The first byte says what follows: L a listener, N no user notification
+            // here (the ptrace method may do), E another failure.
+            match filter::install_gate(&bpf, Method::Notify) {
+                Ok(Some(listener)) => {
+                    let fds = [listener.as_raw_fd()];
+                    let sent = sendmsg::<()>(
+                        theirs.as_raw_fd(),
+                        &[IoSlice::new(b"L")],
+                        &[ControlMessage::ScmRights(&fds)],
+                        MsgFlags::empty(),
+                        None,
+                    );
+                    drop(listener);
+                    if sent.is_err() {
+                        // SAFETY: leaving the child without running destructors.
+                        unsafe { libc::_exit(126) };
+                    }
+                    drop(theirs);
+                    exec.run()
+                }
+                Ok(None) => unsafe { libc::_exit(126) },
+                Err(e) => {
+                    let mut msg = if e.no_notify {
+                        b"N".to_vec()
+                    } else {
+                        b"E".to_vec()
+                    };
+                    msg.extend_from_slice(e.why.as_bytes());
+                    let _ = nix::unistd::write(&theirs, &msg);
+                    // SAFETY: leaving the child without running destructors.
+                    unsafe { libc::_exit(126) }
+                }
+            }
+        }
+        Ok(ForkResult::Parent { child }) => child,
+    };
+    drop(theirs);
+    let fail = |why: Refusal| -> Result<Notified, Refusal> {
+        let _ = signal::kill(pid, Signal::SIGKILL);
+        let _ = waitpid(pid, None);
+        Err(why)
+    };
+    let mut buf = [0u8; 1024];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let (bytes, listener) = {
+        let mut iov = [IoSliceMut::new(&mut buf)];
+        match recvmsg::<()>(
+            ours.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Ok(msg) => {
+                let fd = msg.cmsgs().ok().and_then(|mut c| {
+                    c.find_map(|m| match m {
+                        ControlMessageOwned::ScmRights(fds) => fds.first().copied(),
+                        _ => None,
+                    })
+                });
+                (msg.bytes, fd)
+            }
+            Err(e) => return fail(Refusal::Failed(format!("recvmsg: {e}"))),
+        }
+    };
+    match (buf.first(), listener) {
+        // SAFETY: SCM_RIGHTS gave us a new descriptor.
+        (Some(b'L'), Some(fd)) => Ok(Notified {
+            pid,
+            listener: unsafe { OwnedFd::from_raw_fd(fd) },
+        }),
+        (Some(b'N'), _) => fail(Refusal::NoNotify(
+            String::from_utf8_lossy(&buf[1..bytes]).into_owned(),
+        )),
+        (Some(b'E'), _) => fail(Refusal::Failed(format!(
+            "the seccomp filter cannot be installed ({})",
+            String::from_utf8_lossy(&buf[1..bytes])
+        ))),
+        _ => fail(Refusal::Failed(
+            "the task's first process ended before it installed the filter".into(),
+        )),
+    }
 }

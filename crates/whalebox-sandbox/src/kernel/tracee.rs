@@ -41,7 +41,7 @@ fn io(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// The exec call of a tracee in a seccomp stop.
+/// The exec call of a tracee in a seccomp stop (the ptrace method).
 pub fn exec_call(pid: Pid) -> Result<ExecCall, String> {
     let info = ptrace::syscall_info(pid).map_err(io)?;
     if info.op != libc::PTRACE_SYSCALL_INFO_SECCOMP {
@@ -49,16 +49,21 @@ pub fn exec_call(pid: Pid) -> Result<ExecCall, String> {
     }
     // SAFETY: `op` says which member of the union the kernel filled.
     let call = unsafe { info.u.seccomp };
-    let nr = call.nr as i64;
+    exec_call_of(pid, call.nr as i64, &call.args)
+}
+
+/// The exec call `pid` makes, from the call's number and arguments (as a user
+/// notification gives them) and the caller's memory.
+pub fn exec_call_of(pid: Pid, nr: i64, args: &[u64; 6]) -> Result<ExecCall, String> {
     let (dirfd, path_at, argv_at, flags) = if nr == libc::SYS_execve {
-        (None, call.args[0], call.args[1], 0)
+        (None, args[0], args[1], 0)
     } else if nr == libc::SYS_execveat {
-        let fd = call.args[0] as i32;
+        let fd = args[0] as i32;
         (
             (fd != libc::AT_FDCWD).then_some(fd),
-            call.args[1],
-            call.args[2],
-            call.args[4] as i32,
+            args[1],
+            args[2],
+            args[4] as i32,
         )
     } else {
         return Err(format!("system call {nr} is not an exec"));
@@ -216,17 +221,18 @@ pub struct Target {
 }
 
 /// The file an exec names, if it is one the kernel could run (a regular file with an
-/// execute bit); None means the call will fail on its own (ENOENT, EACCES…).
-pub fn target(reachable: &Path) -> Option<Target> {
-    let meta = std::fs::metadata(reachable).ok()?;
+/// execute bit); Err is the errno the call fails with on its own (ENOENT, EACCES…).
+pub fn target(reachable: &Path) -> Result<Target, i32> {
+    let meta =
+        std::fs::metadata(reachable).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
     if !meta.is_file() || meta.mode() & 0o111 == 0 {
-        return None;
+        return Err(libc::EACCES);
     }
     let mut head = [0u8; 256];
     let n = std::fs::File::open(reachable)
         .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
         .unwrap_or(0);
-    Some(Target {
+    Ok(Target {
         id: (meta.dev(), meta.ino()),
         shebang: shebang(&head[..n]),
     })

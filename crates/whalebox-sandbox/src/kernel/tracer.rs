@@ -1,6 +1,7 @@
-//! The ptrace half of the kernel gate: the task's supervisor follows every process and
-//! thread of the task (fork, vfork and clone events attach them before they run) and
-//! answers two kinds of stop:
+//! The ptrace method of the kernel gate, the fallback where seccomp user notification
+//! is missing (gVisor, kernels before 5.0; see `notify` for the fast path): the task's
+//! supervisor follows every process and thread of the task (fork, vfork and clone events
+//! attach them before they run) and answers two kinds of stop:
 //!
 //! - **the exec call** (seccomp stop, before the kernel reads anything): the path and
 //!   argv are read from the caller's memory and decided. A denial skips the call with
@@ -16,21 +17,18 @@
 //!   security rests on; the first is what makes a denial an ordinary error.
 //!
 //! One decision per exec: the exec event only verifies. A `#!` script's interpreter is
-//! decided with the script, in the same question. `allow` verdicts are settled here
-//! with the server's own policy (sent once per task) and only recorded; `ask` and
-//! `deny` go to the server, which asks people, remembers approvals and keeps denials.
+//! decided with the script, in the same question (see `decide`, shared with `notify`).
 //!
-//! One file, over 600 lines, on purpose: it is one event loop over ptrace stops, and the
-//! per-process states it keeps (what was allowed, what each stop waits for, which
-//! threads belong to which process) are read and changed together at every stop; split,
-//! each part would have to restate the others' invariants. The memory reads are in
-//! `tracee`, the filter in `filter`, the server link in `link`.
+//! One event loop over ptrace stops: the per-process states it keeps (what was allowed,
+//! what each stop waits for, which threads belong to which process) are read and
+//! changed together at every stop. The memory reads are in `tracee`, the filter in
+//! `filter`, the decisions in `decide`, the server link in `link`.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::libc;
@@ -40,15 +38,11 @@ use nix::sys::signal::{self, SigSet, SigmaskHow, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use serde_json::{Value, json};
 
-use super::link::{Server, frame};
+use super::decide::{self, Answer, Decider, Expect};
+use super::link::Server;
 use super::start;
-use super::tracee::{self, ExecCall, FileId, Loaded};
-use whalebox_policy::{Decision, Policy};
-
-/// How often batched audit records go to the server.
-const RECORDS_EVERY_MS: u16 = 20;
+use super::tracee;
 
 /// How the gate is run.
 pub struct Options {
@@ -66,28 +60,6 @@ pub enum End {
     Hangup,
 }
 
-/// What an exec was allowed as, to compare with what the kernel loaded.
-#[derive(Debug, Clone)]
-struct Expect {
-    file: FileId,
-    argv: Vec<Vec<u8>>,
-    /// For a `#!` script: the interpreter's identity and the argv the kernel builds.
-    script: Option<(Option<FileId>, Vec<Vec<u8>>)>,
-    /// The program's name in chains.
-    label: String,
-}
-
-impl Expect {
-    fn matches(&self, loaded: &Loaded) -> bool {
-        match &self.script {
-            None => loaded.id == Some(self.file) && loaded.argv == self.argv,
-            Some((interp, argv)) => {
-                interp.is_some() && loaded.id == *interp && loaded.argv == *argv
-            }
-        }
-    }
-}
-
 /// One traced thread.
 #[derive(Debug, Clone, Default)]
 struct Proc {
@@ -101,7 +73,7 @@ struct Proc {
     /// The exec the server last refused this process (file, argv) and why: a shell's
     /// PATH search retries the same file through another directory (`/bin/touch` after
     /// `/usr/bin/touch`), which must not ask the person again or list a second denial.
-    refused: Option<(FileId, Vec<Vec<u8>>, String)>,
+    refused: Option<(tracee::FileId, Vec<Vec<u8>>, String)>,
 }
 
 impl Proc {
@@ -139,8 +111,26 @@ enum Waiting {
     },
 }
 
-fn basename(path: &str) -> String {
-    path.rsplit('/').next().unwrap_or(path).to_string()
+/// The signals the event loop reads (tracee stops, the parent-death signal) as a
+/// descriptor, blocked for the process.
+pub(super) fn signal_fd() -> Result<SignalFd, String> {
+    let mut mask = SigSet::empty();
+    mask.add(Signal::SIGCHLD);
+    mask.add(Signal::SIGHUP);
+    signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&mask), None)
+        .map_err(|e| format!("sigprocmask: {e}"))?;
+    SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| format!("signalfd: {e}"))
+}
+
+/// Drain the signal descriptor; true when the parent-death signal came.
+pub(super) fn hung_up_by(signals: &SignalFd) -> bool {
+    while let Ok(Some(info)) = signals.read_signal() {
+        if info.ssi_signo == Signal::SIGHUP as u32 {
+            return true;
+        }
+    }
+    false
 }
 
 struct Tracer {
@@ -149,17 +139,7 @@ struct Tracer {
     procs: HashMap<Pid, Proc>,
     /// New tracees whose parent's fork event has not been seen yet.
     held: HashSet<Pid>,
-    waiting: HashMap<u64, (Waiting, Instant)>,
-    next_id: u64,
-    server: Server,
-    timeout: Duration,
-    /// The server's own policy, once it sent it.
-    policy: Option<Policy>,
-    /// Records of execs allowed here, not sent yet: they go in batches (one wake-up of
-    /// the server for many execs), and a sync before the task ends makes sure the
-    /// audit log is complete, and in order, when whalebox reports the task.
-    records: Vec<u8>,
-    records_since: Option<Instant>,
+    decider: Decider<Waiting>,
 }
 
 /// Start `program args` as the traced root of a task and serve its execs until it ends.
@@ -171,14 +151,7 @@ pub fn run(
     options: &Options,
     hung_up: &dyn Fn() -> bool,
 ) -> Result<End, String> {
-    // Stops and the parent-death signal arrive as readable events, beside the server.
-    let mut mask = SigSet::empty();
-    mask.add(Signal::SIGCHLD);
-    mask.add(Signal::SIGHUP);
-    signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&mask), None)
-        .map_err(|e| format!("sigprocmask: {e}"))?;
-    let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
-        .map_err(|e| format!("signalfd: {e}"))?;
+    let signals = signal_fd()?;
     let root = start::start(program, args)?;
     let mut tracer = Tracer {
         root: root.pid,
@@ -191,17 +164,10 @@ pub fn run(
             },
         )]),
         held: HashSet::new(),
-        waiting: HashMap::new(),
-        next_id: 0,
-        server: Server::connect(options.server.as_deref()),
-        timeout: options.timeout,
-        policy: None,
-        records: Vec::new(),
-        records_since: None,
+        decider: Decider::new(Server::connect(options.server.as_deref()), options.timeout),
     };
-    let _ = tracer.server.send(&json!({"id": 0, "want": "policy"}));
     let end = tracer.serve(&signals, hung_up);
-    tracer.flush(Duration::from_secs(2));
+    tracer.decider.flush(Duration::from_secs(2));
     if !tracer.root_started
         && let Ok(End::Exited(126)) = end
     {
@@ -226,53 +192,31 @@ impl Tracer {
             if let Some(end) = self.reap() {
                 return Ok(end);
             }
-            self.expire();
-            if self
-                .records_since
-                .is_some_and(|t| t.elapsed() >= Duration::from_millis(RECORDS_EVERY_MS.into()))
-            {
-                self.send_records();
+            for answer in self.decider.tick() {
+                self.answered(answer);
             }
-            if let Some(why) = self.server.gone.clone() {
-                let ids: Vec<u64> = self.waiting.keys().copied().collect();
-                for id in ids {
-                    self.answered(&json!({"id": id, "decision": "deny", "reason": why}));
-                }
-            }
-            let timeout = if !self.records.is_empty() {
-                RECORDS_EVERY_MS
-            } else if self.waiting.is_empty() {
-                1000
-            } else {
-                200
-            };
             let (signalled, answered) = {
                 let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-                if let Some(fd) = self.server.fd() {
+                if let Some(fd) = self.decider.server_fd() {
                     fds.push(PollFd::new(fd, PollFlags::POLLIN));
                 }
-                match poll(&mut fds, PollTimeout::from(timeout)) {
+                match poll(&mut fds, PollTimeout::from(self.decider.poll_timeout())) {
                     Ok(_) | Err(Errno::EINTR) => {}
                     Err(e) => return Err(format!("poll: {e}")),
                 }
                 let hit = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
                 (hit(&fds[0]), fds.get(1).is_some_and(hit))
             };
-            if signalled {
-                while let Ok(Some(info)) = signals.read_signal() {
-                    if info.ssi_signo == Signal::SIGHUP as u32 {
-                        return Ok(End::Hangup);
-                    }
-                }
+            if signalled && hung_up_by(signals) {
+                return Ok(End::Hangup);
             }
             if answered {
-                for answer in self.server.answers() {
-                    self.answered(&answer);
+                for answer in self.decider.answers() {
+                    self.answered(answer);
                 }
             }
         }
     }
-
     /// Handle every stop and exit there is; Some when the root ended.
     fn reap(&mut self) -> Option<End> {
         loop {
@@ -357,97 +301,6 @@ impl Tracer {
         let _ = ptrace::cont(parent, None);
     }
 
-    /// The question for the server (and the audit record) about `pid` running `program`.
-    fn request(&self, pid: Pid, program: &str, argv: &[Vec<u8>], stage: &str) -> Value {
-        json!({
-            "program": program,
-            "argv": tracee::strings(argv),
-            "cwd": tracee::cwd(pid),
-            "pid": pid.as_raw(),
-            "chain": self.procs.get(&pid).map(Proc::chain).unwrap_or_default(),
-            "via": "kernel",
-            "stage": stage,
-        })
-    }
-
-    /// Whether the policy allows `request` outright (then it is only recorded).
-    fn settles(&self, request: &Value) -> bool {
-        let Some(policy) = &self.policy else {
-            return false;
-        };
-        let nested = super::nested(
-            request["via"].as_str(),
-            request["chain"].as_array().map_or(0, Vec::len),
-        );
-        let allows = |v: &Value| {
-            let argv: Vec<String> = v["argv"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let program = v["program"].as_str().unwrap_or_default();
-            policy.evaluate_exec(program, &argv, nested).decision == Decision::Allow
-        };
-        allows(request) && (request["interpreter"].is_null() || allows(&request["interpreter"]))
-    }
-
-    /// Settle `request` here if the policy allows it, else put it to the server with the
-    /// tracee stopped until the answer. Ok(true): allowed here.
-    fn decide(&mut self, mut request: Value, waiting: Waiting) -> Result<bool, String> {
-        if self.settles(&request) {
-            request["record_only"] = json!(true);
-            self.records.extend_from_slice(&frame(&request));
-            self.records_since.get_or_insert_with(Instant::now);
-            if self.records.len() > 64 * 1024 {
-                self.send_records();
-            }
-            return Ok(true);
-        }
-        // Records first, so the audit log keeps the order execs were decided in.
-        self.send_records();
-        self.next_id += 1;
-        let id = self.next_id;
-        request["id"] = json!(id);
-        self.server.send(&request)?;
-        self.waiting.insert(id, (waiting, Instant::now()));
-        Ok(false)
-    }
-
-    fn send_records(&mut self) {
-        if !self.records.is_empty() {
-            let _ = self.server.send_frames(&self.records);
-            self.records.clear();
-        }
-        self.records_since = None;
-    }
-
-    /// Send what is left and wait (a bounded time) until the server has written it.
-    fn flush(&mut self, limit: Duration) {
-        self.send_records();
-        self.next_id += 1;
-        let sync = self.next_id;
-        if self
-            .server
-            .send(&json!({"id": sync, "want": "sync"}))
-            .is_err()
-        {
-            return;
-        }
-        let start = Instant::now();
-        while self.server.gone.is_none() && start.elapsed() < limit {
-            if let Some(fd) = self.server.fd() {
-                let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-                let _ = poll(&mut fds, PollTimeout::from(100u16));
-            }
-            if self.server.answers().iter().any(|a| a["id"] == sync) {
-                return;
-            }
-        }
-    }
-
     /// A seccomp stop: an exec about to happen.
     fn exec_call(&mut self, pid: Pid) {
         let call = match tracee::exec_call(pid) {
@@ -461,67 +314,42 @@ impl Tracer {
                 return;
             }
         };
-        let Some(target) = tracee::target(&call.reachable(pid)) else {
-            // Missing or not executable: the kernel fails it on its own (PATH search).
+        let Ok(plan) = decide::plan(pid, &call) else {
+            // Missing or not executable: the kernel fails it on its own (PATH search);
+            // should a thread make it succeed, the exec event decides the image.
             if let Some(p) = self.procs.get_mut(&pid) {
                 p.expect = None;
             }
             let _ = ptrace::cont(pid, None);
             return;
         };
-        let shown = call.shown(pid);
-        let script = target.shebang.as_ref().map(|(interp, arg)| {
-            let mut argv = vec![interp.clone()];
-            argv.extend(arg.iter().cloned());
-            argv.push(call.script_name());
-            argv.extend(call.argv.iter().skip(1).cloned());
-            let named = ExecCall {
-                dirfd: None,
-                path: interp.clone(),
-                fd_itself: false,
-                argv: Vec::new(),
-            };
-            let id = tracee::target(&named.reachable(pid)).map(|t| t.id);
-            (named.shown(pid), id, argv)
-        });
-        let expect = Expect {
-            file: target.id,
-            argv: call.argv.clone(),
-            script: script.as_ref().map(|(_, id, argv)| (*id, argv.clone())),
-            label: basename(&shown),
-        };
         let again = self
             .procs
             .get(&pid)
             .and_then(|p| p.refused.as_ref())
             .and_then(|(file, argv, reason)| {
-                (*file == expect.file && *argv == expect.argv).then(|| reason.clone())
+                (*file == plan.expect.file && *argv == plan.expect.argv).then(|| reason.clone())
             });
         if let Some(reason) = again {
-            self.refuse(pid, &reason, &shown);
+            self.refuse(pid, &reason, &plan.shown);
             return;
         }
         if pid == self.root && !self.root_started {
             // The task's own program, chosen (and for `run`, decided) by whalebox.
-            self.allow_call(pid, expect);
+            self.allow_call(pid, plan.expect);
             return;
         }
-        let mut request = self.request(pid, &shown, &call.argv, "call");
-        if let Some((interp_shown, _, argv)) = &script {
-            request["interpreter"] = json!({
-                "program": interp_shown,
-                "argv": tracee::strings(argv),
-            });
-        }
+        let chain = self.procs.get(&pid).map(Proc::chain).unwrap_or_default();
+        let request = plan.request(pid, chain);
         let waiting = Waiting::Call {
             pid,
-            expect: expect.clone(),
-            shown: shown.clone(),
+            expect: plan.expect.clone(),
+            shown: plan.shown.clone(),
         };
-        match self.decide(request, waiting) {
-            Ok(true) => self.allow_call(pid, expect),
+        match self.decider.decide(request, waiting) {
+            Ok(true) => self.allow_call(pid, plan.expect),
             Ok(false) => {}
-            Err(why) => self.refuse(pid, &why, &shown),
+            Err(why) => self.refuse(pid, &why, &plan.shown),
         }
     }
 
@@ -571,14 +399,15 @@ impl Tracer {
         // an exec the filter did not stop): decide the image as it is.
         self.procs.insert(pid, entry);
         let shown = loaded.exe.clone();
-        let label = basename(&shown);
-        let request = self.request(pid, &shown, &loaded.argv, "loaded");
+        let label = decide::basename(&shown);
+        let chain = self.procs.get(&pid).map(Proc::chain).unwrap_or_default();
+        let request = decide::request(pid, &shown, &loaded.argv, "loaded", chain);
         let waiting = Waiting::Loaded {
             pid,
             label: label.clone(),
             shown: shown.clone(),
         };
-        match self.decide(request, waiting) {
+        match self.decider.decide(request, waiting) {
             Ok(true) => self.run_loaded(pid, label),
             Ok(false) => {}
             Err(why) => self.kill_loaded(pid, &shown, &why),
@@ -601,22 +430,12 @@ impl Tracer {
         let _ = ptrace::cont(pid, None);
     }
 
-    fn answered(&mut self, answer: &Value) {
-        if answer["id"] == 0 && !answer["policy"].is_null() {
-            self.policy = serde_json::from_value(answer["policy"].clone()).ok();
-            return;
-        }
-        let Some((waiting, _)) = answer["id"]
-            .as_u64()
-            .and_then(|id| self.waiting.remove(&id))
-        else {
-            return;
-        };
-        let allowed = answer["decision"] == "allow";
-        let reason = answer["reason"]
-            .as_str()
-            .unwrap_or("no reason given")
-            .to_string();
+    fn answered(&mut self, answer: Answer<Waiting>) {
+        let Answer {
+            waiting,
+            allowed,
+            reason,
+        } = answer;
         match waiting {
             Waiting::Call { pid, expect, .. } if allowed => self.allow_call(pid, expect),
             Waiting::Call { pid, shown, expect } => {
@@ -627,23 +446,6 @@ impl Tracer {
             }
             Waiting::Loaded { pid, label, .. } if allowed => self.run_loaded(pid, label),
             Waiting::Loaded { pid, shown, .. } => self.kill_loaded(pid, &shown, &reason),
-        }
-    }
-
-    /// Questions past their time are denied: a slow or stuck server never hangs a task.
-    fn expire(&mut self) {
-        let late: Vec<u64> = self
-            .waiting
-            .iter()
-            .filter(|(_, (_, since))| since.elapsed() > self.timeout)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in late {
-            let why = format!(
-                "no answer from the decision server in {} s",
-                self.timeout.as_secs()
-            );
-            self.answered(&json!({"id": id, "decision": "deny", "reason": why}));
         }
     }
 }
