@@ -133,6 +133,9 @@ pub struct Decider<W> {
     /// audit log is complete, and in order, when whalebox reports the task.
     records: Vec<u8>,
     records_since: Option<Instant>,
+    /// Whether anything for the audit log went to the server (else there is nothing to
+    /// wait for at the end).
+    sent: bool,
 }
 
 /// A held caller's answer.
@@ -152,6 +155,7 @@ impl<W> Decider<W> {
             next_id: 0,
             records: Vec::new(),
             records_since: None,
+            sent: false,
         };
         let _ = decider.server.send(&json!({"id": 0, "want": "policy"}));
         decider
@@ -213,6 +217,7 @@ impl<W> Decider<W> {
         self.next_id += 1;
         let id = self.next_id;
         request["id"] = json!(id);
+        self.sent = true;
         self.server.send(&request)?;
         self.waiting.insert(id, (waiting, Instant::now()));
         Ok(false)
@@ -225,6 +230,7 @@ impl<W> Decider<W> {
 
     fn send_records(&mut self) {
         if !self.records.is_empty() {
+            self.sent = true;
             let _ = self.server.send_frames(&self.records);
             self.records.clear();
         }
@@ -292,6 +298,9 @@ impl<W> Decider<W> {
     /// Send what is left and wait (a bounded time) until the server has written it.
     pub fn flush(&mut self, limit: Duration) {
         self.send_records();
+        if !self.sent {
+            return;
+        }
         self.next_id += 1;
         let sync = self.next_id;
         if self

@@ -559,7 +559,7 @@ impl Gate {
         }
         // Not what was decided (another thread or process changed the path or argv
         // after the check): decide the image as it is.
-        let shown = loaded.exe.clone();
+        let shown = tracee::exe(pid);
         let after = Known {
             program: decide::basename(&shown),
             ..after

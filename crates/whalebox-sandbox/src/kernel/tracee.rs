@@ -3,6 +3,7 @@
 //! an errno, and a line on its own stderr. Every function expects the tracee to be in a
 //! ptrace stop of ours.
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -11,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use nix::libc;
 use nix::sys::ptrace;
-use nix::sys::uio::{RemoteIoVec, process_vm_readv};
 use nix::unistd::Pid;
 
 /// Longest path an exec can name (PATH_MAX).
@@ -68,8 +68,9 @@ pub fn exec_call_of(pid: Pid, nr: i64, args: &[u64; 6]) -> Result<ExecCall, Stri
     } else {
         return Err(format!("system call {nr} is not an exec"));
     };
-    let path = read_cstr(pid, path_at, MAX_PATH)?;
-    let mut argv = read_argv(pid, argv_at)?;
+    let mut mem = Mem::open(pid)?;
+    let path = mem.read_cstr(path_at, MAX_PATH)?;
+    let mut argv = mem.read_argv(argv_at)?;
     if argv.is_empty() {
         argv.push(Vec::new());
     }
@@ -82,62 +83,89 @@ pub fn exec_call_of(pid: Pid, nr: i64, args: &[u64; 6]) -> Result<ExecCall, Stri
     })
 }
 
-fn read_mem(pid: Pid, at: u64, buf: &mut [u8]) -> Result<(), String> {
-    let remote = [RemoteIoVec {
-        base: at as usize,
-        len: buf.len(),
-    }];
-    let n = process_vm_readv(pid, &mut [std::io::IoSliceMut::new(buf)], &remote)
-        .map_err(|e| format!("cannot read the tracee's memory at {at:#x}: {e}"))?;
-    if n != buf.len() {
-        return Err(format!("a short read of the tracee's memory at {at:#x}"));
-    }
-    Ok(())
+/// A tracee's memory, read through `/proc/PID/mem` a page at a time, each page once:
+/// unlike `process_vm_readv`, which pins the pages it reads and so makes the kernel copy
+/// a page a fork still shares, a read of `mem` only looks at them; and argv's strings,
+/// which usually sit side by side, come from one or two reads, not one each.
+struct Mem {
+    file: std::fs::File,
+    pages: HashMap<u64, Box<[u8; CHUNK]>>,
 }
 
-/// A NUL-terminated string, read a page piece at a time so it may end just before an
-/// unmapped page.
-fn read_cstr(pid: Pid, mut at: u64, max: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut buf = [0u8; CHUNK];
-    loop {
-        let room = CHUNK - (at as usize % CHUNK);
-        read_mem(pid, at, &mut buf[..room])?;
-        if let Some(end) = memchr::memchr(0, &buf[..room]) {
-            out.extend_from_slice(&buf[..end]);
-            return Ok(out);
-        }
-        out.extend_from_slice(&buf[..room]);
-        if out.len() > max {
-            return Err(format!("a string longer than {max} bytes"));
-        }
-        at += room as u64;
+impl Mem {
+    fn open(pid: Pid) -> Result<Mem, String> {
+        std::fs::File::open(proc_path(pid, "mem"))
+            .map(|file| Mem {
+                file,
+                pages: HashMap::new(),
+            })
+            .map_err(|e| format!("cannot open the tracee's memory: {e}"))
     }
-}
 
-fn read_argv(pid: Pid, mut at: u64) -> Result<Vec<Vec<u8>>, String> {
-    let mut argv = Vec::new();
-    if at == 0 {
-        return Ok(argv);
+    /// The page holding `at`, and where `at` is in it.
+    fn page(&mut self, at: u64) -> Result<(&[u8; CHUNK], usize), String> {
+        use std::os::unix::fs::FileExt;
+        let base = at - at % CHUNK as u64;
+        if !self.pages.contains_key(&base) {
+            if self.pages.len() * CHUNK > MAX_ARGV_BYTES + 2 * MAX_PATH {
+                return Err(format!("argv longer than {MAX_ARGV_BYTES} bytes"));
+            }
+            let mut page = Box::new([0u8; CHUNK]);
+            let n = self
+                .file
+                .read_at(&mut page[..], base)
+                .map_err(|e| format!("cannot read the tracee's memory at {at:#x}: {e}"))?;
+            if n != CHUNK {
+                return Err(format!("a short read of the tracee's memory at {at:#x}"));
+            }
+            self.pages.insert(base, page);
+        }
+        Ok((&self.pages[&base], (at - base) as usize))
     }
-    let mut total = 0usize;
-    let mut buf = [0u8; CHUNK];
-    loop {
-        let room = (CHUNK - (at as usize % CHUNK)).max(8) / 8 * 8;
-        read_mem(pid, at, &mut buf[..room])?;
-        for word in buf[..room].chunks_exact(8) {
-            let ptr = u64::from_ne_bytes(word.try_into().expect("8 bytes"));
+
+    /// A NUL-terminated string, which may end just before an unmapped page.
+    fn read_cstr(&mut self, mut at: u64, max: usize) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        loop {
+            let (page, from) = self.page(at)?;
+            let piece = &page[from..];
+            if let Some(end) = memchr::memchr(0, piece) {
+                out.extend_from_slice(&piece[..end]);
+                return Ok(out);
+            }
+            out.extend_from_slice(piece);
+            if out.len() > max {
+                return Err(format!("a string longer than {max} bytes"));
+            }
+            at += piece.len() as u64;
+        }
+    }
+
+    fn read_argv(&mut self, mut at: u64) -> Result<Vec<Vec<u8>>, String> {
+        let mut argv = Vec::new();
+        if at == 0 {
+            return Ok(argv);
+        }
+        let mut total = 0usize;
+        loop {
+            // A pointer may straddle two pages: read it whole.
+            let mut word = [0u8; 8];
+            for (i, b) in word.iter_mut().enumerate() {
+                let (page, from) = self.page(at + i as u64)?;
+                *b = page[from];
+            }
+            let ptr = u64::from_ne_bytes(word);
             if ptr == 0 {
                 return Ok(argv);
             }
-            let s = read_cstr(pid, ptr, MAX_ARGV_BYTES)?;
+            let s = self.read_cstr(ptr, MAX_ARGV_BYTES)?;
             total += s.len() + 1;
             if total > MAX_ARGV_BYTES {
                 return Err(format!("argv longer than {MAX_ARGV_BYTES} bytes"));
             }
             argv.push(s);
+            at += 8;
         }
-        at += room as u64;
     }
 }
 
@@ -262,14 +290,12 @@ fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
 /// longer change: the old threads are gone and the new image has not run).
 #[derive(Debug, Clone)]
 pub struct Loaded {
-    pub exe: String,
     pub id: Option<FileId>,
     pub argv: Vec<Vec<u8>>,
 }
 
 pub fn loaded(pid: Pid) -> Loaded {
-    let exe_link = proc_path(pid, "exe");
-    let id = std::fs::metadata(&exe_link)
+    let id = std::fs::metadata(proc_path(pid, "exe"))
         .ok()
         .map(|m| (m.dev(), m.ino()));
     let raw = std::fs::read(proc_path(pid, "cmdline")).unwrap_or_default();
@@ -281,11 +307,12 @@ pub fn loaded(pid: Pid) -> Loaded {
     if argv.is_empty() {
         argv.push(Vec::new());
     }
-    Loaded {
-        exe: link(&exe_link),
-        id,
-        argv,
-    }
+    Loaded { id, argv }
+}
+
+/// The file a tracee runs, as a path (for a question about an image nobody decided).
+pub fn exe(pid: Pid) -> String {
+    link(&proc_path(pid, "exe"))
 }
 
 /// The identity of the image a tracee is running now.

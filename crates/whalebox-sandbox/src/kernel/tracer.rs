@@ -398,7 +398,7 @@ impl Tracer {
         // Not what was decided (a thread changed the path or argv after the check, or
         // an exec the filter did not stop): decide the image as it is.
         self.procs.insert(pid, entry);
-        let shown = loaded.exe.clone();
+        let shown = tracee::exe(pid);
         let label = decide::basename(&shown);
         let chain = self.procs.get(&pid).map(Proc::chain).unwrap_or_default();
         let request = decide::request(pid, &shown, &loaded.argv, "loaded", chain);
