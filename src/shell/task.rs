@@ -341,6 +341,11 @@ fn spawn_waiter(task: Arc<Task>) {
                     Err(_) => break Exit::Code(-1),
                 }
             };
+            // A supervisor that ended by itself killed every process of the task; one that
+            // was killed (OOM) left them, without a supervisor to decide their execs
+            // (those now fail): the group goes too. Its id cannot have been reused while
+            // a member lives.
+            let _ = signal::killpg(Pid::from_raw(task.pid), Signal::SIGKILL);
             {
                 let mut st = task.lock();
                 st.exit = Some(exit);
