@@ -194,6 +194,35 @@ fn a_one_shot_call_leaves_no_process_behind() {
     assert!(left.is_empty(), "{marker} survived: {left:?}");
 }
 
+/// A pipe task's supervisor is forked from the server's zygote, not exec'd, and is
+/// still the server's own child; the zygote goes with the server.
+#[test]
+fn a_pipe_tasks_supervisor_comes_from_the_zygote_as_the_servers_child() {
+    let f = Fixture::new();
+    // The shell's parent is the supervisor; the supervisor's parent is the server.
+    let env = run(
+        &f,
+        json!({"command": "sup=$PPID; server=$(awk '/^PPid:/ {print $2}' /proc/$sup/status); \
+                           echo server=$(tr '\\0' ' ' < /proc/$server/cmdline); \
+                           echo supervisor=$(tr '\\0' ' ' < /proc/$sup/cmdline); echo zygote-server=$server"}),
+    );
+    let t = text(&env);
+    assert!(
+        t.contains("server=") && t.contains(" call shell_run"),
+        "{t}"
+    );
+    assert!(t.contains("supervisor=") && t.contains("__zygote "), "{t}");
+    let server: String = t
+        .lines()
+        .find_map(|l| l.strip_prefix("zygote-server="))
+        .unwrap()
+        .trim()
+        .to_string();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = common::processes_running(&format!("{} __zygote {server}", common::bin()));
+    assert!(left.is_empty(), "the zygote outlived its server: {left:?}");
+}
+
 #[test]
 fn the_read_only_verdict_is_in_the_data() {
     let f = Fixture::new();

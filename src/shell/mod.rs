@@ -8,6 +8,7 @@ pub mod diagnose;
 pub mod spawn;
 pub mod supervisor;
 pub mod task;
+pub mod zygote;
 
 pub use spawn::Mode;
 pub use task::{Exit, Task, TaskTable};

@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -45,7 +46,7 @@ pub struct Spec {
 
 /// How to talk to a started task.
 pub enum Input {
-    Pipe(std::process::ChildStdin),
+    Pipe(std::io::PipeWriter),
     Pty {
         writer: Box<dyn Write + Send>,
         // Kept so the terminal stays open; the child handle is kept unused (the task
@@ -133,6 +134,16 @@ fn start_here(spec: Spec) -> std::io::Result<Started> {
     match spec.mode {
         Mode::Pipe => {
             let (reader, writer) = std::io::pipe()?;
+            let (stdin_r, stdin_w) = std::io::pipe()?;
+            let fds = [stdin_r.as_fd(), writer.as_fd(), writer.as_fd()];
+            if let Some(pid) = super::zygote::spawn(&args, &spec.env, &spec.cwd, fds) {
+                return Ok(Started {
+                    pid,
+                    output: Box::new(reader),
+                    input: Input::Pipe(stdin_w),
+                });
+            }
+            drop((stdin_r, stdin_w));
             let mut cmd = std::process::Command::new(exe);
             cmd.args(args)
                 .env_clear()
@@ -149,7 +160,7 @@ fn start_here(spec: Spec) -> std::io::Result<Started> {
             Ok(Started {
                 pid: child.id() as i32,
                 output: Box::new(reader),
-                input: Input::Pipe(stdin),
+                input: Input::Pipe(std::os::fd::OwnedFd::from(stdin).into()),
             })
         }
         Mode::Pty => {

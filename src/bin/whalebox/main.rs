@@ -308,13 +308,15 @@ enum ProfileCommand {
 }
 
 fn main() -> ExitCode {
-    // The task supervisor is a hidden mode of this binary, dispatched before clap so it
-    // starts fast and its arguments are never parsed as whalebox options.
+    // The task supervisor (and the zygote it is forked from) are hidden modes of this
+    // binary, dispatched before clap so they start fast and their arguments are never
+    // parsed as whalebox options.
     let mut argv = std::env::args_os().skip(1);
     match argv.next().as_deref().and_then(|a| a.to_str()) {
         Some(whalebox::shell::supervisor::SUBCOMMAND) => {
             whalebox::shell::supervisor::main(argv.collect())
         }
+        Some(whalebox::shell::zygote::SUBCOMMAND) => whalebox::shell::zygote::main(argv.collect()),
         Some(whalebox::net::netns::PROBE_SUBCOMMAND) => whalebox::net::netns::probe_main(),
         _ => {}
     }
