@@ -157,8 +157,12 @@ impl Exec {
     }
 }
 
-/// In the child: the signal mask and dispositions a program expects.
+/// In the child: dumpable again (it inherits the supervisor's "not dumpable", which
+/// would keep a supervisor without CAP_SYS_PTRACE from reading its memory, files and
+/// from attaching to it; its exec resets the flag anyway), and the signal mask and
+/// dispositions a program expects.
 fn child_signals() {
+    let _ = nix::sys::prctl::set_dumpable(true);
     let _ = signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
     // Rust ignores SIGPIPE and an ignored signal survives exec: give the task the
     // default back, as std's Command does (else `yes | head` ends with an error).
