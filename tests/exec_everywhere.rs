@@ -1,4 +1,4 @@
-//! The kernel exec gate (seccomp + ptrace, run by each task's supervisor): every execve
+//! The kernel exec gate (seccomp user notification or ptrace, run by each task's supervisor): every execve
 //! and execveat by any process of a task is decided by the same policy as the gated
 //! zsh's own execs, whoever makes it: bash, sh, dash, python, perl, node, make, git
 //! hooks, npm scripts, find -exec, xargs, setsid daemons, a `#!` interpreter. A denied

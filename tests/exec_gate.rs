@@ -109,6 +109,10 @@ fn an_exec_through_the_x32_call_table_is_killed() {
     );
     let t = text(&env);
     assert!(made(&f).is_empty(), "the x32 exec ran touch:\n{t}");
+    assert!(
+        t.contains("syscall(-1) returned -1: Function not implemented"),
+        "no call is ENOSYS, not a kill:\n{t}"
+    );
     // 128 + SIGSYS (31).
     assert!(t.contains("rc=159"), "killed by the filter:\n{t}");
 }

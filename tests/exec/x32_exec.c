@@ -19,6 +19,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     char *args[] = {argv[1], argv[2], NULL};
+    /* No call at all (-1, as some programs probe): ENOSYS, not a kill. */
+    long none = syscall(-1);
+    printf("x32_exec: syscall(-1) returned %ld: %s\n", none, strerror(errno));
     fflush(stdout);
     long r = syscall(X32_SYSCALL_BIT | X32_EXECVE, argv[1], args, environ);
     printf("x32_exec: the call returned %ld: %s\n", r, strerror(errno));

@@ -18,12 +18,12 @@
 //!
 //! Fail closed: with no listener left (the supervisor is gone) a notified call fails
 //! with ENOSYS, and so does a traced call with no tracer. Calls of another architecture
-//! (32-bit `int 0x80`) and x32 calls (numbers with bit 30 set) kill the process: their
+//! (32-bit `int 0x80`) and x32 calls (numbers from 2^30 to 2^31) kill the process: their
 //! numbers are not the ones checked here.
 //!
 //! seccompiler (which builds the socket filter, `install`) has neither a
 //! user-notification action nor a range test on the call number, so this filter is
-//! written out in BPF: sixteen instructions.
+//! written out in BPF: seventeen instructions.
 
 use std::os::fd::{FromRawFd, OwnedFd};
 
@@ -116,18 +116,21 @@ pub fn gate_filter(method: Method) -> Result<Vec<libc::sock_filter>, String> {
         /* 1 */ jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
         /* 2 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
         /* 3 */ stmt(BPF_LD | BPF_W | BPF_ABS, NR),
-        /* 4 */ jump(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 8, 0), // → 13 kill
-        /* 5 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_EXECVE, 8, 0), // → 14 exec
-        /* 6 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_EXECVEAT, 7, 0), // → 14 exec
-        /* 7 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_PTRACE, 7, 0), // → 15 eperm
-        /* 8 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_SECCOMP, 1, 0), // → 10 flags
-        /* 9 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        /* 10 */ stmt(BPF_LD | BPF_W | BPF_ABS, ARG1_LOW),
-        /* 11 */ jump(BPF_JMP | BPF_JSET | BPF_K, listener, 3, 0), // → 15 eperm
-        /* 12 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        /* 13 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        /* 14 */ stmt(BPF_RET | BPF_K, exec),
-        /* 15 */ stmt(BPF_RET | BPF_K, eperm),
+        // Numbers from 2^31 (-1, a "no call" some programs make) are no call: ENOSYS.
+        /* 4 */
+        jump(BPF_JMP | BPF_JGE | BPF_K, 0x8000_0000, 5, 0), // → 10 allow
+        /* 5 */ jump(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 8, 0), // → 14 kill
+        /* 6 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_EXECVE, 8, 0), // → 15 exec
+        /* 7 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_EXECVEAT, 7, 0), // → 15 exec
+        /* 8 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_PTRACE, 7, 0), // → 16 eperm
+        /* 9 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_SECCOMP, 1, 0), // → 11 flags
+        /* 10 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 11 */ stmt(BPF_LD | BPF_W | BPF_ABS, ARG1_LOW),
+        /* 12 */ jump(BPF_JMP | BPF_JSET | BPF_K, listener, 3, 0), // → 16 eperm
+        /* 13 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 14 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        /* 15 */ stmt(BPF_RET | BPF_K, exec),
+        /* 16 */ stmt(BPF_RET | BPF_K, eperm),
     ])
 }
 
