@@ -5,6 +5,7 @@
 //! puts `ask` and `deny` to the server with the caller held until the answer.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -122,7 +123,10 @@ pub fn basename(path: &str) -> String {
 /// Settles what the policy allows, asks the server the rest; `W` is what a held caller
 /// needs to be answered (its pid, what it was allowed as).
 pub struct Decider<W> {
-    server: Server,
+    /// The decision server's socket, connected at the first exec that needs it (a task
+    /// whose only exec is its first program never connects: no connection, no policy).
+    socket: Option<PathBuf>,
+    server: Option<Server>,
     timeout: Duration,
     /// The server's own policy, once it sent it.
     policy: Option<Policy>,
@@ -146,9 +150,10 @@ pub struct Answer<W> {
 }
 
 impl<W> Decider<W> {
-    pub fn new(server: Server, timeout: Duration) -> Decider<W> {
-        let mut decider = Decider {
-            server,
+    pub fn new(socket: Option<PathBuf>, timeout: Duration) -> Decider<W> {
+        Decider {
+            socket,
+            server: None,
             timeout,
             policy: None,
             waiting: HashMap::new(),
@@ -156,13 +161,20 @@ impl<W> Decider<W> {
             records: Vec::new(),
             records_since: None,
             sent: false,
-        };
-        let _ = decider.server.send(&json!({"id": 0, "want": "policy"}));
-        decider
+        }
+    }
+
+    /// The connection, made (and the server's policy asked for) on first use.
+    fn server(&mut self) -> &mut Server {
+        self.server.get_or_insert_with(|| {
+            let mut server = Server::connect(self.socket.as_deref());
+            let _ = server.send(&json!({"id": 0, "want": "policy"}));
+            server
+        })
     }
 
     pub fn server_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.server.fd()
+        self.server.as_ref().and_then(Server::fd)
     }
 
     /// How long the event loop may sleep before [`Decider::tick`] has work.
@@ -218,7 +230,7 @@ impl<W> Decider<W> {
         let id = self.next_id;
         request["id"] = json!(id);
         self.sent = true;
-        self.server.send(&request)?;
+        self.server().send(&request)?;
         self.waiting.insert(id, (waiting, Instant::now()));
         Ok(false)
     }
@@ -231,8 +243,8 @@ impl<W> Decider<W> {
     fn send_records(&mut self) {
         if !self.records.is_empty() {
             self.sent = true;
-            let _ = self.server.send_frames(&self.records);
-            self.records.clear();
+            let records = std::mem::take(&mut self.records);
+            let _ = self.server().send_frames(&records);
         }
         self.records_since = None;
     }
@@ -246,7 +258,7 @@ impl<W> Decider<W> {
         {
             self.send_records();
         }
-        let gone = self.server.gone.clone();
+        let gone = self.server.as_ref().and_then(|s| s.gone.clone());
         let late: Vec<u64> = self
             .waiting
             .iter()
@@ -272,7 +284,10 @@ impl<W> Decider<W> {
     /// The answers that have arrived from the server (the policy is kept).
     pub fn answers(&mut self) -> Vec<Answer<W>> {
         let mut out = Vec::new();
-        for answer in self.server.answers() {
+        let Some(server) = self.server.as_mut() else {
+            return Vec::new();
+        };
+        for answer in server.answers() {
             if answer["id"] == 0 && !answer["policy"].is_null() {
                 self.policy = serde_json::from_value(answer["policy"].clone()).ok();
                 continue;
@@ -303,20 +318,17 @@ impl<W> Decider<W> {
         }
         self.next_id += 1;
         let sync = self.next_id;
-        if self
-            .server
-            .send(&json!({"id": sync, "want": "sync"}))
-            .is_err()
-        {
+        let server = self.server();
+        if server.send(&json!({"id": sync, "want": "sync"})).is_err() {
             return;
         }
         let start = Instant::now();
-        while self.server.gone.is_none() && start.elapsed() < limit {
-            if let Some(fd) = self.server.fd() {
+        while server.gone.is_none() && start.elapsed() < limit {
+            if let Some(fd) = server.fd() {
                 let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
                 let _ = poll(&mut fds, PollTimeout::from(100u16));
             }
-            if self.server.answers().iter().any(|a| a["id"] == sync) {
+            if server.answers().iter().any(|a| a["id"] == sync) {
                 return;
             }
         }

@@ -41,7 +41,6 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::decide::{self, Answer, Decider, Expect};
-use super::link::Server;
 use super::start;
 use super::tracee::{self, FileId};
 use super::tracer::{End, Options, hung_up_by, signal_fd};
@@ -259,7 +258,7 @@ pub fn run(
             known: HashMap::new(),
         },
         attached: HashMap::new(),
-        decider: Decider::new(Server::connect(options.server.as_deref()), options.timeout),
+        decider: Decider::new(options.server.clone(), options.timeout),
         refused_start: None,
     };
     let end = gate.serve(&signals, hung_up);

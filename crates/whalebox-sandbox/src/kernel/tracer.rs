@@ -40,7 +40,6 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::decide::{self, Answer, Decider, Expect};
-use super::link::Server;
 use super::start;
 use super::tracee;
 
@@ -164,7 +163,7 @@ pub fn run(
             },
         )]),
         held: HashSet::new(),
-        decider: Decider::new(Server::connect(options.server.as_deref()), options.timeout),
+        decider: Decider::new(options.server.clone(), options.timeout),
     };
     let end = tracer.serve(&signals, hung_up);
     tracer.decider.flush(Duration::from_secs(2));
