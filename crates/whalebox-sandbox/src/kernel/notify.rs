@@ -626,10 +626,6 @@ impl Gate {
 
 /// Kill a process stopped at its exec event before its image runs.
 fn kill_loaded(pid: Pid, shown: &str, reason: &str) {
-    tracee::tell(
-        pid,
-        &format!("whalebox: killed {shown} before it ran: {reason}"),
-    );
-    let _ = signal::kill(pid, Signal::SIGKILL);
+    tracee::kill_before_run(pid, shown, reason);
     let _ = ptrace::detach(pid, None);
 }

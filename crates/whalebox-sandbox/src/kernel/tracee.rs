@@ -392,6 +392,16 @@ pub fn tell(pid: Pid, line: &str) {
     let _ = nix::unistd::write(&fd, text.as_bytes());
 }
 
+/// Kill a tracee stopped at its exec event before its image runs, saying why on its
+/// stderr (the caller then lets the stop go, by its method).
+pub fn kill_before_run(pid: Pid, shown: &str, reason: &str) {
+    tell(
+        pid,
+        &format!("whalebox: killed {shown} before it ran: {reason}"),
+    );
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+}
+
 /// argv for the decision server: lossy UTF-8, as zsh's gate sends it.
 pub fn strings(argv: &[Vec<u8>]) -> Vec<String> {
     argv.iter()

@@ -421,11 +421,7 @@ impl Tracer {
     }
 
     fn kill_loaded(&mut self, pid: Pid, shown: &str, reason: &str) {
-        tracee::tell(
-            pid,
-            &format!("whalebox: killed {shown} before it ran: {reason}"),
-        );
-        let _ = signal::kill(pid, Signal::SIGKILL);
+        tracee::kill_before_run(pid, shown, reason);
         let _ = ptrace::cont(pid, None);
     }
 
