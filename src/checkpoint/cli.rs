@@ -163,6 +163,9 @@ fn restore(cp: &Checkpoints, id: &str, paths: &[String], dry_run: bool, force: b
         Err(RestoreError::Midway(why)) => fail(format!(
             "the restore stopped midway: {why}; it is finished the next time the store is used"
         )),
+        Err(RestoreError::Unrecorded(why)) => fail(format!(
+            "the workspace is restored to checkpoint {id}, but the store could not record it: {why}"
+        )),
         Err(RestoreError::Io(e)) => fail(e.to_string()),
     }
 }

@@ -132,9 +132,11 @@ pub enum RestoreError {
     /// Outside changes would be overwritten; `force` to go ahead.
     Outside(Vec<String>, Plan),
     /// The workspace was not touched.
-    Untouched(String),
+    Untouched(std::io::Error),
     /// Stopped midway; the journal finishes it on the store's next use.
-    Midway(String),
+    Midway(std::io::Error),
+    /// The workspace is restored, but the store could not record it afterwards.
+    Unrecorded(std::io::Error),
     Io(std::io::Error),
 }
 
@@ -437,27 +439,36 @@ impl Checkpoints {
                 self.store.clear_journal()?;
                 let _ = self.store.remove_record(&before.id);
                 state.last = None;
-                return Err(RestoreError::Untouched(e.to_string()));
+                return Err(RestoreError::Untouched(e));
             }
             Err(Failure::Midway(e)) => {
                 // Once more from where it stopped; the journal stays if that fails too.
                 if let Err(again) = self.finish_journal(&mut state) {
-                    return Err(RestoreError::Midway(format!("{e}; then: {again}")));
+                    // Keep the first failure's kind (a full disk stays a full disk).
+                    return Err(RestoreError::Midway(std::io::Error::new(
+                        e.kind(),
+                        format!("{e}; then: {again}"),
+                    )));
                 }
             }
         }
-        self.store.clear_journal()?;
-        let after = self.scan(&mut state, true)?;
-        self.store.append(
-            &before.id,
-            &Event::Returned {
-                tree: after,
-                time: now_secs(),
-                task: None,
-                running: Vec::new(),
-                overlapped: false,
-            },
-        )?;
+        // The workspace is restored: a failure from here on must not be reported as
+        // one that left it untouched.
+        let mut record = || -> std::io::Result<()> {
+            self.store.clear_journal()?;
+            let after = self.scan(&mut state, true)?;
+            self.store.append(
+                &before.id,
+                &Event::Returned {
+                    tree: after,
+                    time: now_secs(),
+                    task: None,
+                    running: Vec::new(),
+                    overlapped: false,
+                },
+            )
+        };
+        record().map_err(RestoreError::Unrecorded)?;
         Ok(report)
     }
 

@@ -70,7 +70,12 @@ pub enum Code {
     /// The 2026-07-28 lifecycle: the call waits for a person's answer (an MCP
     /// `input_required` result, never seen by a model).
     InputRequired,
-    /// A bug or an unexpected I/O failure inside whalebox.
+    /// The disk (or the user's quota on it) is full: ENOSPC, EDQUOT. The machine's
+    /// state, not a bug; what the call would have changed was left as it was.
+    DiskFull,
+    /// The device or file system failed (EIO) or is read-only (EROFS).
+    IoError,
+    /// A bug or an unexpected failure inside whalebox.
     Internal,
 }
 
@@ -104,6 +109,8 @@ impl Code {
         Code::UpstreamUnavailable,
         Code::Declined,
         Code::InputRequired,
+        Code::DiskFull,
+        Code::IoError,
         Code::Internal,
     ];
 
@@ -136,6 +143,8 @@ impl Code {
             Code::UpstreamUnavailable => "upstream_unavailable",
             Code::Declined => "declined",
             Code::InputRequired => "input_required",
+            Code::DiskFull => "disk_full",
+            Code::IoError => "io_error",
             Code::Internal => "internal",
         }
     }

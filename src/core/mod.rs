@@ -20,7 +20,7 @@ pub use ask::{Answer, Asker, Asking, Form, Resumed, input_required};
 pub use envelope::{Code, Envelope, cap_text};
 pub use hints::nearest as nearest_names;
 pub use limits::SessionLimits;
-pub use output::{BoxFuture, ToolError, ToolOutput, ToolResult};
+pub use output::{BoxFuture, MachineFault, ToolError, ToolOutput, ToolResult};
 pub use registry::{Registry, RegistryError};
 pub use repair::{Repair, RepairKind, repair as repair_arguments};
 pub use tool::{

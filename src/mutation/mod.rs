@@ -227,6 +227,10 @@ pub enum CommitError {
     Conflict,
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// The new content is in place, but the directory's flush to disk failed: the
+    /// file holds the new bytes now, yet the rename may not survive a crash.
+    #[error("written, but the disk did not confirm it: {0}")]
+    Unconfirmed(io::Error),
 }
 
 /// Write `bytes` as `path`, a private file (0600) of whalebox's own (a store's blob, a
@@ -340,10 +344,10 @@ pub fn commit(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitE
         Expect::Bytes(_) => temp.persist(path).map_err(|e| CommitError::Io(e.error))?,
     };
     // The rename is durable once the directory is.
-    dir_lock.sync_all()?;
+    let synced = dir_lock.sync_all();
     remove_leftovers(dir, &name.to_string_lossy());
     drop(dir_lock);
-    Ok(())
+    synced.map_err(CommitError::Unconfirmed)
 }
 
 const TEMP_SUFFIX: &str = ".whalebox-tmp";

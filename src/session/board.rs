@@ -86,9 +86,12 @@ impl TodoList {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("the todo file {path} cannot be read: {why}")]
-    Read { path: String, why: String },
+    Read { path: String, why: std::io::Error },
     #[error("the todo file {path} cannot be written: {why}")]
-    Write { path: String, why: String },
+    Write { path: String, why: std::io::Error },
+    /// The file holds the new list, but the disk did not confirm it.
+    #[error("the todo file {path} was written, but the disk did not confirm it: {why}")]
+    Unconfirmed { path: String, why: std::io::Error },
 }
 
 pub struct Board {
@@ -164,9 +167,9 @@ impl Board {
             });
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Write {
+            std::fs::create_dir_all(dir).map_err(|why| StoreError::Write {
                 path: path.display().to_string(),
-                why: e.to_string(),
+                why,
             })?;
         }
         for _ in 0..8 {
@@ -188,37 +191,46 @@ impl Board {
                     return Ok(Ok((t, list)));
                 }
                 Err(CommitError::Conflict) => continue,
-                Err(CommitError::Io(e)) => {
+                Err(CommitError::Unconfirmed(why)) => {
+                    *held = list;
+                    let _ = self.changes.send(TODOS_URI);
+                    return Err(StoreError::Unconfirmed {
+                        path: path.display().to_string(),
+                        why,
+                    });
+                }
+                Err(CommitError::Io(why)) => {
                     return Err(StoreError::Write {
                         path: path.display().to_string(),
-                        why: e.to_string(),
+                        why,
                     });
                 }
             }
         }
         Err(StoreError::Write {
             path: path.display().to_string(),
-            why: "it kept changing under whalebox (another writer?)".into(),
+            why: std::io::Error::other("it kept changing under whalebox (another writer?)"),
         })
     }
 }
 
 /// The list in `path` and the bytes it was read from (None: no file yet, an empty list).
 fn load(path: &std::path::Path) -> Result<(TodoList, Option<Vec<u8>>), StoreError> {
-    let read_err = |why: String| StoreError::Read {
+    let read_err = |why: std::io::Error| StoreError::Read {
         path: path.display().to_string(),
         why,
     };
     match std::fs::read(path) {
         Ok(bytes) => {
             let list = serde_json::from_slice(&bytes).map_err(|e| {
-                read_err(format!(
-                    "it is not a whalebox todo list ({e}); move it away or fix it"
+                read_err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("it is not a whalebox todo list ({e}); move it away or fix it"),
                 ))
             })?;
             Ok((list, Some(bytes)))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((TodoList::default(), None)),
-        Err(e) => Err(read_err(e.to_string())),
+        Err(e) => Err(read_err(e)),
     }
 }

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::checkpoint::{Checkpoints, RestoreError, report};
 use crate::core::{
-    BoxFuture, CallContext, ChangeHook, Code, Registry, RegistryError, Tool, ToolError, ToolOutput,
-    run_blocking,
+    BoxFuture, CallContext, ChangeHook, Code, MachineFault, Registry, RegistryError, Tool,
+    ToolError, ToolOutput, run_blocking,
 };
 use crate::guard::Access;
 use crate::shell::TaskTable;
@@ -98,11 +98,30 @@ fn io(e: std::io::Error) -> ToolError {
             "the checkpoint store was changed behind whalebox's back; nothing in the workspace \
              was touched; an older checkpoint may still be whole",
         ),
+        _ if MachineFault::of(&e).is_some() => {
+            ToolError::io("the checkpoint store", &e, "the workspace was not touched")
+        }
         _ => ToolError::new(
             Code::Internal,
             format!("the checkpoint store: {e}"),
             "check the disk (space, permissions) of the store; `whalebox doctor` names it",
         ),
+    }
+}
+
+/// A restore that failed (`state`: where it left the workspace; `next_step`: what to
+/// do). A full disk or a failing device keeps its own code and says what to free
+/// first; a restore stopped midway also says it will be finished.
+fn restore_failed(why: &std::io::Error, state: &str, next_step: &str, midway: bool) -> ToolError {
+    let message = format!("{state}: {why}");
+    match MachineFault::of(why) {
+        None => ToolError::new(Code::Internal, message, next_step),
+        Some(fault) if midway => ToolError::new(
+            fault.code,
+            message,
+            format!("{}; {next_step}", fault.next_step),
+        ),
+        Some(fault) => ToolError::new(fault.code, message, fault.next_step),
     }
 }
 
@@ -369,15 +388,23 @@ impl Tool for Restore {
                         "check with checkpoint_diff, then call again with force: true to overwrite them, or leave them out with `paths`",
                     )
                     .with_data(json!({"outside": outside}))),
-                    Err(RestoreError::Untouched(why)) => Err(ToolError::new(
-                        Code::Internal,
-                        format!("nothing was restored, the workspace is as it was: {why}"),
+                    Err(RestoreError::Untouched(why)) => Err(restore_failed(
+                        &why,
+                        "nothing was restored, the workspace is as it was",
                         "free disk space (or repair the store) and call again",
+                        false,
                     )),
-                    Err(RestoreError::Midway(why)) => Err(ToolError::new(
-                        Code::Internal,
-                        format!("the restore stopped midway: {why}"),
+                    Err(RestoreError::Midway(why)) => Err(restore_failed(
+                        &why,
+                        "the restore stopped midway",
                         "it is finished the next time checkpoints are used (once the cause is fixed); call checkpoint_list to finish it",
+                        true,
+                    )),
+                    Err(RestoreError::Unrecorded(why)) => Err(restore_failed(
+                        &why,
+                        &format!("the workspace IS restored to checkpoint {}, but the store could not record it", a.id),
+                        "check with checkpoint_diff; do not restore again",
+                        true,
                     )),
                     Err(RestoreError::Io(e)) => Err(io(e)),
                 }

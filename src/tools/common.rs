@@ -105,7 +105,7 @@ pub(crate) fn io_error(env: &Env, allowed: &Allowed, err: io::Error) -> ToolErro
             ),
             "check the path with list_dir",
         ),
-        _ => ToolError::internal(format!("{}: {err}", allowed.shown)),
+        _ => ToolError::io(&allowed.shown, &err, "nothing was changed"),
     }
 }
 

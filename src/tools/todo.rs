@@ -128,6 +128,19 @@ fn not_found(id: &str, list: &TodoList) -> ToolError {
 }
 
 fn store_error(e: StoreError) -> ToolError {
+    let (outcome, path, why) = match &e {
+        StoreError::Read { path, why } | StoreError::Write { path, why } => {
+            ("the list is as it was", path, why)
+        }
+        StoreError::Unconfirmed { path, why } => (
+            "the change IS in the list, but the disk did not confirm it; do not make it again",
+            path,
+            why,
+        ),
+    };
+    if crate::core::MachineFault::of(why).is_some() {
+        return ToolError::io(format!("the todo file {path}"), why, outcome);
+    }
     ToolError::new(
         Code::Internal,
         e.to_string(),

@@ -121,7 +121,17 @@ pub(super) fn store(
     expect: Expect<'_>,
     new_bytes: Vec<u8>,
 ) -> Result<(), ToolError> {
-    commit(&allowed.abs, expect, &new_bytes).map_err(|e| match e {
+    let committed = commit(&allowed.abs, expect, &new_bytes);
+    if let Err(CommitError::Unconfirmed(_)) = &committed {
+        // The file holds the new bytes: the session must know it, whatever is answered.
+        remember_written(env, allowed, new_bytes.clone());
+    }
+    committed.map_err(|e| match e {
+        CommitError::Unconfirmed(e) => ToolError::io(
+            &allowed.shown,
+            &e,
+            "the change IS in the file, but the disk did not confirm it, so it may not survive a crash; do not make it again",
+        ),
         CommitError::Conflict => ToolError::new(
             Code::WriteConflict,
             format!(
@@ -132,10 +142,14 @@ pub(super) fn store(
         ),
         CommitError::Io(e) => io_error(env, allowed, e),
     })?;
+    remember_written(env, allowed, new_bytes);
+    Ok(())
+}
+
+fn remember_written(env: &Env, allowed: &Allowed, new_bytes: Vec<u8>) {
     let fingerprint = std::fs::metadata(&allowed.abs)
         .ok()
         .map(|m| Fingerprint::of(&m));
     env.ledger
         .record_written(&allowed.abs, new_bytes, fingerprint);
-    Ok(())
 }
