@@ -196,6 +196,14 @@ pub fn apply(
             progress(i / 2, total);
         }
     }
+    // What was staged is on disk before the first rename, as an edit's commit fsyncs
+    // before its rename: a power cut after the swap must not leave empty files. One
+    // syncfs for the lot (an fsync per file cost 0.33 ms each here: 25 s for 78k files).
+    if !staged.is_empty() {
+        std::fs::File::open(&staging.dir)
+            .and_then(|dir| nix::unistd::syncfs(&dir).map_err(std::io::Error::from))
+            .map_err(Failure::Untouched)?;
+    }
     let mut left = Vec::new();
     let mut swap = || -> std::io::Result<()> {
         let mut removals: Vec<(&str, bool)> = plan
