@@ -28,11 +28,37 @@ use serde::{Deserialize, Serialize};
 
 /// A limit as the profile writes it: a number, or a string (`"off"`, a size such as
 /// `"512M"` or `"8G"`, a share of the machine's memory such as `"75%"`).
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, JsonSchema)]
 #[serde(untagged)]
 pub enum Amount {
     Number(u64),
     Text(String),
+}
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Amount, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Amount;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a whole number, or a string: \"off\", a size such as \"512M\" or \"8G\", a share such as \"75%\"",
+                )
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Amount, E> {
+                Ok(Amount::Number(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Amount, E> {
+                u64::try_from(v)
+                    .map(Amount::Number)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Amount, E> {
+                Ok(Amount::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl Amount {
