@@ -108,6 +108,26 @@ pub fn report(
             ),
         });
     }
+    if let Some(n) = l.address_space
+        && [
+            "MemoryError",
+            "Cannot allocate memory",
+            "out of memory",
+            "memory allocation of",
+        ]
+        .iter()
+        .any(|s| end.tail.contains(s))
+    {
+        hit.push("address_space");
+        diagnoses.push(Diagnosis {
+            kind: "limit",
+            message: format!(
+                "a process could not allocate memory at its address-space limit ({}, [shell.limits] address_space)",
+                human_bytes(n)
+            ),
+            next_step: "use less memory at once (fewer parallel jobs, smaller inputs), or ask the user to raise [shell.limits] address_space (runtimes such as Go, the JVM and V8 reserve more than they use)".into(),
+        });
+    }
     let data = json!({
         "processes": l.processes,
         "memory": l.memory,
