@@ -240,6 +240,9 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// A limit's value as shown, what keeps it, and a note on what that means.
+type Kept = (String, String, Option<String>);
+
 /// What keeps each of `[shell.limits]` for a task here: `limits` in the JSON report and
 /// the lines for people (the first one a summary).
 fn limits_report(env: &whalebox::session::Env) -> (serde_json::Value, Vec<String>) {
@@ -293,7 +296,7 @@ fn limits_report(env: &whalebox::session::Env) -> (serde_json::Value, Vec<String
         },
     );
     let plain = |v: Option<String>, how: &str| v.map(|v| (v, how.to_string(), None));
-    let rows: Vec<(&str, Option<(String, String, Option<String>)>)> = vec![
+    let rows: Vec<(&str, Option<Kept>)> = vec![
         ("processes", processes),
         ("memory", memory),
         (
