@@ -86,6 +86,25 @@ fn the_limits_reach_the_first_process_on_every_start_path() {
     }
 }
 
+/// Regression: the cgroups were looked for only while the Landlock layer was built, so
+/// with `[landlock] mode = "off"` no task got one.
+#[test]
+fn a_task_gets_its_cgroup_with_landlock_off_too() {
+    let f = Fixture::new().with_profile(&format!("{LIMITS}[landlock]\nmode = \"off\"\n"));
+    if !processes_kept_by(&f).starts_with("cgroup") {
+        eprintln!(
+            "SKIPPED a_task_gets_its_cgroup_with_landlock_off_too: no cgroup can be made here"
+        );
+        return;
+    }
+    let env = f.ok(
+        "shell_run",
+        &json!({"command": "cat /proc/self/cgroup"}).to_string(),
+    );
+    assert!(!task_cgroup_dirs(text(&env)).is_empty(), "{}", text(&env));
+    assert_eq!(env["data"]["limits"]["processes_by"], "cgroup");
+}
+
 #[test]
 fn a_tasks_cgroup_goes_with_it_and_the_servers_with_the_server() {
     let f = Fixture::new().with_profile(LIMITS);

@@ -245,6 +245,9 @@ impl Env {
             caller: None,
         };
         env.checkpoints = env.checkpoint_slot();
+        // The tasks' cgroups: looked for (and the server's directories made) now, before
+        // the server enters its sandbox, whether or not Landlock is on.
+        let _ = env.task_cgroups();
         env.sandbox = env.build_sandbox()?;
         Ok(env)
     }
