@@ -361,7 +361,10 @@ impl TaskTable {
         }
         for t in &live {
             t.signal_group(Signal::SIGKILL);
-            t.kill_cgroup();
+            // Its cgroup now, not when its waiter gets to it: the server may be ending.
+            if let Some(cg) = t.limits.as_ref().and_then(|l| l.cgroup.as_ref()) {
+                cg.remove();
+            }
         }
     }
 }
