@@ -32,6 +32,16 @@ fn processes_kept_by(f: &Fixture) -> String {
         .to_string()
 }
 
+/// This process's hard limit on open files.
+fn own_hard_nofile() -> u64 {
+    std::fs::read_to_string("/proc/self/limits")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(4)?.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
 /// The task's cgroup directories, from what it printed of /proc/self/cgroup.
 fn task_cgroup_dirs(output: &str) -> Vec<String> {
     output
@@ -71,7 +81,11 @@ fn the_limits_reach_the_first_process_on_every_start_path() {
             let mut lines = t.lines();
             let soft: u64 = lines.next().unwrap().trim().parse().expect(&case);
             let hard: u64 = lines.next().unwrap().trim().parse().expect(&case);
-            assert!(soft <= 256 && hard == 256, "{case}: {t}");
+            // Lowered to 256, never raised (where the test itself has less, that stays).
+            assert!(
+                soft <= hard && hard == own_hard_nofile().min(256),
+                "{case}: {t}"
+            );
             let dirs = task_cgroup_dirs(&t);
             if cgroup {
                 assert!(!dirs.is_empty(), "{case}: the task is in its cgroup: {t}");
