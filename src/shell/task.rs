@@ -451,11 +451,13 @@ fn spawn_waiter(task: Arc<Task>) {
             // (those now fail): the group goes too. Its id cannot have been reused while
             // a member lives.
             let _ = signal::killpg(Pid::from_raw(task.pid), Signal::SIGKILL);
-            // Its cgroup: what it counted, then whatever is left in it killed and the
-            // directory removed.
-            if let Some(cg) = task.limits.as_ref().and_then(|l| l.cgroup.as_ref()) {
+            // Its cgroup: what it counted, and whatever is left in it killed; the
+            // directory is removed once the task's end is known (that may wait for the
+            // killed to be reaped).
+            let cgroup = task.limits.as_ref().and_then(|l| l.cgroup.as_ref());
+            if let Some(cg) = cgroup {
                 task.lock().cgroup_events = Some(cg.events());
-                cg.remove();
+                cg.kill();
             }
             {
                 let mut st = task.lock();
@@ -463,6 +465,9 @@ fn spawn_waiter(task: Arc<Task>) {
                 task.finish_if_done(&mut st);
             }
             task.touch();
+            if let Some(cg) = cgroup {
+                cg.remove();
+            }
             // The supervisor killed everything it knew; if a writer still holds the
             // output open (a PTY kept by a stray process), stop waiting for EOF.
             std::thread::sleep(Duration::from_millis(500));
