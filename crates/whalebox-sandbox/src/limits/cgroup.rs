@@ -565,6 +565,116 @@ mod tests {
         assert_eq!(h.v2, None);
     }
 
+    /// A directory tree standing in for cgroupfs (its control files are plain files, so
+    /// writing "+pids" replaces what they said: enough to see which files are used).
+    fn fake(dir: &Path, files: &[(&str, &str)]) {
+        std::fs::create_dir_all(dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+    }
+
+    #[test]
+    fn v2_is_used_where_it_offers_the_controller_and_v1_where_it_does_not() {
+        let top = tempfile::tempdir().unwrap();
+        let v2 = top.path().join("unified/app");
+        let v1 = top.path().join("memory/app");
+        fake(
+            &v2,
+            &[
+                ("cgroup.controllers", "cpu pids"),
+                ("cgroup.subtree_control", ""),
+            ],
+        );
+        fake(&v1, &[]);
+        let h = Hierarchies {
+            v2: Some(v2.clone()),
+            v1: vec![(vec!["memory".into()], v1.clone())],
+        };
+        let pids = h.controller("pids", "whalebox-1").unwrap();
+        assert_eq!(pids.version, Version::V2);
+        assert_eq!(pids.dir, v2.join("whalebox-1"));
+        // The server's cgroup was asked to hand pids to its children.
+        assert_eq!(
+            std::fs::read_to_string(v2.join("cgroup.subtree_control")).unwrap(),
+            "+pids"
+        );
+        let memory = h.controller("memory", "whalebox-1").unwrap();
+        assert_eq!(memory.version, Version::V1);
+        assert_eq!(memory.dir, v1.join("whalebox-1"));
+        assert!(memory.dir.is_dir());
+        // Neither hierarchy has it: why, from both.
+        let why = h.controller("rdma", "whalebox-1").unwrap_err();
+        assert!(
+            why.contains("does not offer rdma") && why.contains("no cgroup v1 rdma"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_tasks_cgroup_sets_each_version_s_files() {
+        let top = tempfile::tempdir().unwrap();
+        // v2: one directory keeps both limits.
+        let v2 = top.path().join("whalebox-1");
+        fake(&v2, &[]);
+        let both = Controller {
+            version: Version::V2,
+            dir: v2.clone(),
+        };
+        let cgroups = Cgroups {
+            pids: Ok(both.clone()),
+            memory: Ok(both),
+        };
+        let task = cgroups.create("t1", Some(64), Some(1 << 30)).unwrap();
+        assert_eq!(task.dirs(), vec![v2.join("t1")]);
+        assert!(task.pids() && task.memory());
+        assert_eq!(
+            std::fs::read_to_string(v2.join("t1/pids.max")).unwrap(),
+            "64"
+        );
+        assert_eq!(
+            std::fs::read_to_string(v2.join("t1/memory.max")).unwrap(),
+            "1073741824"
+        );
+        std::fs::write(v2.join("t1/pids.events"), "max 7\n").unwrap();
+        std::fs::write(v2.join("t1/memory.events"), "max 3\noom 1\noom_kill 2\n").unwrap();
+        std::fs::write(v2.join("t1/memory.peak"), "1000\n").unwrap();
+        assert_eq!(
+            task.events(),
+            Events {
+                forks_refused: 7,
+                oom_kills: 2,
+                memory_peak: Some(1000)
+            }
+        );
+        // v1: a directory per hierarchy; memory off: only pids.
+        let (p, m) = (
+            top.path().join("pids/whalebox-1"),
+            top.path().join("memory/whalebox-1"),
+        );
+        fake(&p, &[]);
+        fake(&m, &[]);
+        let cgroups = Cgroups {
+            pids: Ok(Controller {
+                version: Version::V1,
+                dir: p.clone(),
+            }),
+            memory: Ok(Controller {
+                version: Version::V1,
+                dir: m.clone(),
+            }),
+        };
+        let task = cgroups.create("t2", Some(64), Some(1 << 30)).unwrap();
+        assert_eq!(task.dirs(), vec![p.join("t2"), m.join("t2")]);
+        assert_eq!(
+            std::fs::read_to_string(m.join("t2/memory.limit_in_bytes")).unwrap(),
+            "1073741824"
+        );
+        let task = cgroups.create("t3", Some(64), None).unwrap();
+        assert_eq!(task.dirs(), vec![p.join("t3")]);
+        assert!(task.pids() && !task.memory());
+    }
+
     #[test]
     fn flat_keyed_files_are_read_by_key() {
         let dir = tempfile::tempdir().unwrap();
