@@ -9,6 +9,17 @@ use super::task::AppliedLimits;
 use crate::guard::limits::cgroup::Events;
 use crate::guard::limits::human_bytes;
 
+/// How shells and runtimes say a fork failed with EAGAIN (lowercased): bash, zsh, dash,
+/// Python.
+const FORK_FAILED: &[&str] = &[
+    "fork: resource temporarily unavailable",
+    "fork: retry",
+    "fork failed: resource temporarily unavailable",
+    "cannot fork",
+    "can't fork",
+    "blockingioerror: [errno 11]",
+];
+
 /// SIGXCPU: a process used up its CPU time (RLIMIT_CPU's soft limit).
 const SIGXCPU: i32 = 24;
 
@@ -36,19 +47,14 @@ pub fn report(
     );
     let e = events.unwrap_or_default();
     if let Some(n) = l.processes {
-        let fork_failed = [
-            "fork: Resource temporarily unavailable",
-            "fork: retry",
-            "Cannot fork",
-            "can't fork",
-            "BlockingIOError: [Errno 11]",
-        ]
-        .iter()
-        .any(|s| end.tail.contains(s));
-        let by = if applied.pids_by_cgroup() {
-            "its cgroup's pids.max"
+        let tail = end.tail.to_lowercase();
+        let fork_failed = FORK_FAILED.iter().any(|s| tail.contains(s));
+        let at = if applied.pids_by_cgroup() {
+            format!("{n} processes and threads (its cgroup's pids.max")
         } else {
-            "RLIMIT_NPROC, counted over all of the user's processes"
+            format!(
+                "{n} processes and threads more than the user ran when it started (RLIMIT_NPROC"
+            )
         };
         if e.forks_refused > 0 || (!applied.pids_by_cgroup() && fork_failed) {
             hit.push("processes");
@@ -60,7 +66,7 @@ pub fn report(
             diagnoses.push(Diagnosis {
                 kind: "limit",
                 message: format!(
-                    "the task reached its process limit: {refused} at {n} processes and threads ({by}, [shell.limits] processes)"
+                    "the task reached its process limit: {refused} at {at}, [shell.limits] processes)"
                 ),
                 next_step: format!(
                     "a command that starts processes without end (a fork bomb, a runaway loop) stops there: fix it; if the work really needs more, ask the user to raise [shell.limits] processes; {cancel}"
@@ -151,4 +157,66 @@ pub fn report(
         "hit": hit,
     });
     (data, diagnoses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::limits::Limits;
+
+    fn rlimits_alone() -> AppliedLimits {
+        AppliedLimits {
+            limits: Limits {
+                processes: Some(64),
+                open_files: Some(256),
+                ..Limits::default()
+            },
+            cgroup: None,
+            no_cgroup: Some("no cgroup here".into()),
+        }
+    }
+
+    fn ending(tail: &str) -> Ending<'_> {
+        Ending {
+            task_id: "t1",
+            exit_code: Some(1),
+            signal: None,
+            tail,
+        }
+    }
+
+    /// Regression: zsh says "fork failed: resource temporarily unavailable", which the
+    /// first patterns (bash's) missed, so a fork bomb held by RLIMIT_NPROC alone was not
+    /// named.
+    #[test]
+    fn a_failed_fork_is_named_whichever_shell_said_it() {
+        for tail in [
+            "bomb:1: fork failed: resource temporarily unavailable\n",
+            "bash: fork: retry: Resource temporarily unavailable\n",
+            "bash: fork: Resource temporarily unavailable\n",
+            "sh: 1: Cannot fork\n",
+            "BlockingIOError: [Errno 11] Resource temporarily unavailable\n",
+        ] {
+            let (data, found) = report(&rlimits_alone(), None, &ending(tail));
+            assert_eq!(data["hit"], serde_json::json!(["processes"]), "{tail}");
+            assert!(found[0].message.contains("RLIMIT_NPROC"), "{tail}");
+        }
+        let (data, found) = report(&rlimits_alone(), None, &ending("all good\n"));
+        assert_eq!(data["hit"], serde_json::json!([]));
+        assert!(found.is_empty());
+    }
+
+    #[test]
+    fn the_cgroup_counters_name_the_limit_without_any_output() {
+        let events = Events {
+            forks_refused: 3,
+            oom_kills: 1,
+            memory_peak: Some(1 << 20),
+        };
+        let (data, found) = report(&rlimits_alone(), Some(events), &ending(""));
+        assert_eq!(data["hit"], serde_json::json!(["processes", "memory"]));
+        assert_eq!(data["forks_refused"], 3);
+        assert!(found[0].message.contains("3 fork(s) were refused"));
+        assert!(found[1].message.contains("killed 1 process(es)"));
+    }
 }

@@ -361,7 +361,10 @@ impl TaskTable {
         }
         for t in &live {
             t.signal_group(Signal::SIGKILL);
-            // Its cgroup now, not when its waiter gets to it: the server may be ending.
+        }
+        // Every task's cgroup now, not when its waiter gets to it (a task that just ended
+        // may still be having its removed): the server may be ending.
+        for t in &tasks {
             if let Some(cg) = t.limits.as_ref().and_then(|l| l.cgroup.as_ref()) {
                 cg.remove();
             }

@@ -330,7 +330,12 @@ impl Hierarchies {
             if rel.contains("/..") {
                 return None;
             }
-            Some(Path::new(point).join(rel.trim_start_matches('/')))
+            let rel = rel.trim_start_matches('/');
+            Some(if rel.is_empty() {
+                PathBuf::from(point)
+            } else {
+                Path::new(point).join(rel)
+            })
         };
         let mut h = Hierarchies {
             v2: None,
