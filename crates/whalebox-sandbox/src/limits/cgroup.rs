@@ -11,6 +11,10 @@
 //! Where none can be made (no root, a read-only `/sys/fs/cgroup`, a container) the
 //! reason is kept for `whalebox doctor`, and tasks get rlimits alone. Directories a
 //! killed server left behind are removed by the next one.
+//!
+//! One file of some 700 lines, a third of them tests: finding the hierarchies, making
+//! the server's directories and the tasks' are one mechanism, and its tests share their
+//! stand-in trees.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
