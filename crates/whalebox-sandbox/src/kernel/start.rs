@@ -103,10 +103,14 @@ pub fn start(program: &OsStr, args: &[OsString], setup: &ChildSetup) -> Result<R
     match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
         Ok(WaitStatus::Stopped(_, Signal::SIGSTOP)) => {}
         other => {
-            let mut why = [0u8; 256];
-            let n = nix::unistd::read(&report_r, &mut why).unwrap_or(0);
-            if n > 0 {
-                return fail(String::from_utf8_lossy(&why[..n]).into_owned());
+            // One that ended before it stopped says why (its limits could not be set);
+            // the pipe is read only then, when no writer is left to block it.
+            if let Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) = other {
+                let mut why = [0u8; 256];
+                let n = nix::unistd::read(&report_r, &mut why).unwrap_or(0);
+                if n > 0 {
+                    return fail(String::from_utf8_lossy(&why[..n]).into_owned());
+                }
             }
             return fail(format!(
                 "the task's first process did not stop as expected: {other:?}"
