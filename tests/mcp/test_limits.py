@@ -4,7 +4,7 @@ forever, one that opens every descriptor it may, a fork bomb, and one that alloc
 without end. For each, while it runs (or after the kernel stopped it) the server keeps
 serving the same session and the other one, the task's result names the limit it hit,
 shell_cancel stops it with nothing of it left, and the session's own state (its todo
-list, its other task) is intact.
+list, its checkpoints, its other task) is intact.
 
 Each runs with a cgroup per task where one can be made and with `cgroup = "off"` (a
 machine without one: rlimits alone). A scenario whose limit the machine cannot keep
@@ -130,8 +130,9 @@ async def test_an_exhausting_task_is_reported_cancelled_and_harms_nothing(
             server_dir = pathlib.Path(d.rsplit("/whalebox-", 1)[0]) / f"whalebox-{srv.proc.pid}"
             eventually(lambda: not (server_dir / task).exists(), f"{server_dir / task} outlived the task")
 
-        # The session's state is intact: its todo list and its other task.
+        # The session's state is intact: its todo list, its checkpoints, its other task.
         assert [t["content"] for t in (await call(one, "todo_list", {}))["data"]["todos"]] == ["keep me"]
+        assert (await call(one, "checkpoint_list", {}))["ok"]
         env = await call(one, "shell_wait", {"task_id": bystander, "timeout_ms": 0})
         assert env["data"]["status"] == "running", env
         env = await call(one, "shell_cancel", {"task_id": bystander})
