@@ -1,5 +1,5 @@
-//! `[shell]`: how shell_run starts commands, how many it keeps, and the exec boundary
-//! around them.
+//! `[shell]`: how shell_run starts commands, how many it keeps, the exec boundary
+//! around them, and what each may take (`[shell.limits]`, owned by `guard::limits`).
 
 use std::path::PathBuf;
 
@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::YIELD_CEILING_MS;
+use crate::guard::limits::{Limits, LimitsSection};
 
 /// `[shell]`: how shell_run starts commands and how many it keeps.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
@@ -46,6 +47,12 @@ pub struct ShellSection {
     pub audit_log: Option<PathBuf>,
     /// Where "allow for this session" answers are appended as policy rules.
     pub approvals_file: Option<PathBuf>,
+    /// `[shell.limits]`: what one task (a command and all it starts) may take.
+    pub limits: LimitsSection,
+    /// The limits as numbers, worked out when the profile is checked.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub task_limits: Limits,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
@@ -92,6 +99,8 @@ impl Default for ShellSection {
             on_ask: Default::default(),
             audit_log: None,
             approvals_file: None,
+            limits: LimitsSection::default(),
+            task_limits: Limits::default(),
         }
     }
 }
@@ -134,6 +143,7 @@ impl ShellSection {
         if self.pty_rows == 0 || self.pty_cols == 0 {
             return Err("shell.pty_rows and pty_cols must be at least 1".into());
         }
+        self.task_limits = self.limits.resolve(crate::guard::limits::memory_total())?;
         Ok(())
     }
 }

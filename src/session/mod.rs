@@ -245,8 +245,23 @@ impl Env {
             caller: None,
         };
         env.checkpoints = env.checkpoint_slot();
+        // The tasks' cgroups: looked for (and the server's directories made) now, before
+        // the server enters its sandbox, whether or not Landlock is on.
+        let _ = env.task_cgroups();
         env.sandbox = env.build_sandbox()?;
         Ok(env)
+    }
+
+    /// The cgroups the shell's tasks get (found, and the server's directories made, on
+    /// the first call, which must come before the server enters its sandbox); None
+    /// when the shell group is off, `[shell.limits] cgroup = "off"`, or no limit needs one.
+    pub fn task_cgroups(&self) -> Option<&'static crate::guard::limits::cgroup::Cgroups> {
+        let l = &self.profile.shell;
+        let wanted = l.task_limits.processes.is_some() || l.task_limits.memory.is_some();
+        (self.profile.tools.iter().any(|g| g == "shell")
+            && l.limits.cgroup == crate::guard::limits::CgroupMode::Auto
+            && wanted)
+            .then(crate::guard::limits::cgroup::Cgroups::here)
     }
 
     /// Another session of the same server (an HTTP client's): the profile, path guard,

@@ -36,6 +36,17 @@ impl Env {
             // commands never see the store.
             extras.server_private.push(c.dir().to_path_buf());
         }
+        if let Some(cgroups) = self.task_cgroups() {
+            // The tasks' cgroups are made in the server's own directories (see
+            // guard::limits::cgroup); the tasks' layer leaves them read-only.
+            extras.server_private.extend(cgroups.dirs());
+            extras.server_rmdir.extend(
+                cgroups
+                    .dirs()
+                    .iter()
+                    .filter_map(|d| d.parent().map(Path::to_path_buf)),
+            );
+        }
         if self.shell_on()
             && let Some(plain) =
                 crate::shell::spawn::find_shell(self.profile.shell.program.as_deref())

@@ -5,6 +5,7 @@
 pub mod buffer;
 pub use whalebox_policy::classify;
 pub mod diagnose;
+pub mod limits;
 pub mod spawn;
 pub mod supervisor;
 pub mod task;

@@ -16,6 +16,7 @@ use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use serde::Serialize;
 
 use super::supervisor;
+use crate::guard::limits::TaskSetup;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -42,6 +43,15 @@ pub struct Spec {
     /// whether it installs the socket filter (the Landlock fallback).
     pub netns: Option<String>,
     pub socket_filter: bool,
+    /// The task's resource limits (None: the server's own, as for an upstream server).
+    pub limits: Option<TaskLimits>,
+}
+
+/// The resource limits of a task, and whether it gets a cgroup where one can be made.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskLimits {
+    pub limits: crate::guard::limits::Limits,
+    pub cgroup: bool,
 }
 
 /// How to talk to a started task.
@@ -81,9 +91,10 @@ fn spawner() -> &'static Mutex<mpsc::Sender<Job>> {
     })
 }
 
-/// Start `spec` under a supervisor, on the spawner thread.
-pub fn start(spec: Spec) -> std::io::Result<Started> {
-    on_spawner(move || start_here(spec))
+/// Start `spec` under a supervisor, on the spawner thread, its first process set up
+/// with `setup` (its cgroup and rlimits).
+pub fn start(spec: Spec, setup: Option<TaskSetup>) -> std::io::Result<Started> {
+    on_spawner(move || start_here(spec, setup.as_ref()))
 }
 
 /// Run `spawn` on the spawner thread and wait for what it returns.
@@ -103,7 +114,10 @@ fn on_spawner<T: Send + 'static>(
         .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
 }
 
-fn supervisor_argv(spec: &Spec) -> std::io::Result<(PathBuf, Vec<OsString>)> {
+fn supervisor_argv(
+    spec: &Spec,
+    setup: Option<&TaskSetup>,
+) -> std::io::Result<(PathBuf, Vec<OsString>)> {
     let exe = std::env::current_exe()?;
     let mut args: Vec<OsString> = vec![
         supervisor::SUBCOMMAND.into(),
@@ -124,13 +138,17 @@ fn supervisor_argv(spec: &Spec) -> std::io::Result<(PathBuf, Vec<OsString>)> {
         args.push(supervisor::SOCKET_FILTER_FLAG.into());
         args.push("1".into());
     }
+    if let Some(setup) = setup {
+        args.push(supervisor::LIMITS_FLAG.into());
+        args.push(serde_json::to_string(setup)?.into());
+    }
     args.push("--".into());
     args.extend(spec.argv.iter().cloned());
     Ok((exe, args))
 }
 
-fn start_here(spec: Spec) -> std::io::Result<Started> {
-    let (exe, args) = supervisor_argv(&spec)?;
+fn start_here(spec: Spec, setup: Option<&TaskSetup>) -> std::io::Result<Started> {
+    let (exe, args) = supervisor_argv(&spec, setup)?;
     match spec.mode {
         Mode::Pipe => {
             let (reader, writer) = std::io::pipe()?;
@@ -223,7 +241,7 @@ pub struct StartedStdio {
 /// spawner thread.
 pub fn start_stdio(spec: Spec) -> std::io::Result<StartedStdio> {
     on_spawner(move || {
-        let (exe, args) = supervisor_argv(&spec)?;
+        let (exe, args) = supervisor_argv(&spec, None)?;
         let mut child = std::process::Command::new(exe)
             .args(args)
             .env_clear()

@@ -63,6 +63,11 @@ pub const NETNS_FLAG: &str = "--netns";
 /// the fallback network fence beside Landlock's TCP port rule.
 pub const SOCKET_FILTER_FLAG: &str = "--socket-filter";
 
+/// `--limits JSON`: the task's resource limits and cgroup (`guard::limits::TaskSetup`),
+/// applied by its first process before it runs anything. If they cannot be the task
+/// does not run (exit 126).
+pub const LIMITS_FLAG: &str = "--limits";
+
 static HANGUP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_hangup(_: libc_int) {
@@ -109,6 +114,7 @@ pub fn main(args: Vec<OsString>) -> ! {
     };
     let netns = option(NETNS_FLAG);
     let socket_filter = option(SOCKET_FILTER_FLAG).is_some();
+    let limits = option(LIMITS_FLAG);
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
         eprintln!("whalebox {SUBCOMMAND}: usage: SERVER_PID -- SHELL ARGS…");
         std::process::exit(2);
@@ -128,6 +134,11 @@ pub fn main(args: Vec<OsString>) -> ! {
         // The server died before the parent-death signal was armed.
         std::process::exit(129);
     }
+    // Opened before the task's Landlock layer, which leaves the cgroup tree read-only.
+    let setup = match limits {
+        Some(spec) => prepare_limits(spec),
+        None => crate::guard::limits::ChildSetup::none(),
+    };
     if let Some(spec) = netns {
         enter_network_namespace(spec);
     }
@@ -141,8 +152,8 @@ pub fn main(args: Vec<OsString>) -> ! {
         std::process::exit(126);
     }
     let status = match exec_gate {
-        Some(socket) => gated(shell, shell_args, socket, method),
-        None => plain(shell, shell_args),
+        Some(socket) => gated(shell, shell_args, socket, method, setup),
+        None => plain(shell, shell_args, setup),
     };
     kill_everything();
     match status {
@@ -167,8 +178,31 @@ pub fn main(args: Vec<OsString>) -> ! {
 type Status = Option<Result<i32, Signal>>;
 
 /// Start the shell as a plain child and wait for it.
-fn plain(shell: &OsString, shell_args: &[OsString]) -> Status {
-    let shell_pid = match std::process::Command::new(shell).args(shell_args).spawn() {
+fn plain(
+    shell: &OsString,
+    shell_args: &[OsString],
+    setup: crate::guard::limits::ChildSetup,
+) -> Status {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(shell);
+    command.args(shell_args);
+    // SAFETY: the closure makes system calls only (ChildSetup::enter, write, _exit).
+    unsafe {
+        command.pre_exec(move || {
+            if let Err(why) = setup.enter() {
+                for part in [
+                    b"whalebox: ",
+                    why.as_bytes(),
+                    b"; not running the command\n",
+                ] {
+                    let _ = nix::unistd::write(std::io::stderr(), part);
+                }
+                nix::libc::_exit(126);
+            }
+            Ok(())
+        })
+    };
+    let shell_pid = match command.spawn() {
         Ok(child) => Pid::from_raw(child.id() as i32),
         Err(e) => {
             eprintln!(
@@ -206,6 +240,7 @@ fn gated(
     shell_args: &[OsString],
     socket: &OsString,
     method: Option<crate::boundary::kernel::Method>,
+    setup: crate::guard::limits::ChildSetup,
 ) -> Status {
     use crate::boundary::kernel::tracer::{End, Options};
     // Not dumpable: no other user's process (a task's, should it run as another user)
@@ -219,6 +254,7 @@ fn gated(
     let options = Options {
         server: Some(socket.into()),
         timeout: Duration::from_millis(timeout_ms),
+        setup,
     };
     match crate::boundary::kernel::run(shell, shell_args, method, &options, &|| {
         HANGUP.load(Ordering::SeqCst)
@@ -282,6 +318,24 @@ fn children_of(pid: Pid) -> Vec<Pid> {
         }
     }
     out
+}
+
+/// The task's limits, ready for its first process; a bad value or a cgroup that
+/// cannot be joined stops the task (exit 126).
+fn prepare_limits(spec: &OsString) -> crate::guard::limits::ChildSetup {
+    let parsed: Result<crate::guard::limits::TaskSetup, String> = spec
+        .to_str()
+        .ok_or_else(|| "not UTF-8".to_string())
+        .and_then(|s| serde_json::from_str(s).map_err(|e| e.to_string()));
+    match parsed.and_then(|setup| setup.prepare()) {
+        Ok(setup) => setup,
+        Err(e) => {
+            eprintln!(
+                "whalebox: the task's resource limits cannot be set ({e}); not running the command"
+            );
+            std::process::exit(126);
+        }
+    }
 }
 
 /// The task's own network namespace, its only way out the server's proxy.

@@ -15,6 +15,8 @@ use tokio::sync::Notify;
 
 use super::buffer::OutputBuffer;
 use super::spawn::{self, Input, Mode, Spec};
+use crate::guard::limits::TaskSetup;
+use crate::guard::limits::cgroup::{Cgroups, Events, TaskCgroup};
 
 /// How a task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -32,6 +34,8 @@ pub struct State {
     pub eof: bool,
     pub ended_at: Option<Instant>,
     pub last_output: Option<Instant>,
+    /// What the task's cgroup counted, read when the task ended (before it was removed).
+    pub cgroup_events: Option<Events>,
 }
 
 pub struct Task {
@@ -44,6 +48,37 @@ pub struct Task {
     pub state: Mutex<State>,
     changed: Notify,
     input: Mutex<Option<Input>>,
+    /// The task's resource limits, as set up (None: none were asked for).
+    pub limits: Option<AppliedLimits>,
+}
+
+/// The limits a task runs under and what keeps each.
+#[derive(Debug)]
+pub struct AppliedLimits {
+    pub limits: crate::guard::limits::Limits,
+    /// The task's cgroup, while it has one.
+    pub cgroup: Option<TaskCgroup>,
+    /// Why the task has no cgroup though one was asked for.
+    pub no_cgroup: Option<String>,
+}
+
+impl AppliedLimits {
+    /// What the cgroup counted so far (the final count once the task ended).
+    pub fn events(&self, state: &State) -> Option<Events> {
+        state
+            .cgroup_events
+            .or_else(|| self.cgroup.as_ref().map(TaskCgroup::events))
+    }
+
+    /// Whether the process limit is kept by the cgroup (else by RLIMIT_NPROC).
+    pub fn pids_by_cgroup(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(TaskCgroup::pids)
+    }
+
+    /// Whether the memory limit is kept by the cgroup (else not at all).
+    pub fn memory_by_cgroup(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(TaskCgroup::memory)
+    }
 }
 
 impl Task {
@@ -129,7 +164,10 @@ impl Task {
             match name {
                 "SIGINT" => self.signal_group(Signal::SIGINT),
                 "SIGTERM" => self.signal_group(Signal::SIGTERM),
-                "SIGKILL" => self.signal_group(Signal::SIGKILL),
+                "SIGKILL" => {
+                    self.signal_group(Signal::SIGKILL);
+                    self.kill_cgroup();
+                }
                 _ => self.kill_all(),
             }
             sent.push(name);
@@ -138,6 +176,14 @@ impl Task {
             }
         }
         sent
+    }
+
+    /// SIGKILL every process in the task's cgroup (those that left its process group
+    /// and its supervisor's tree too).
+    pub fn kill_cgroup(&self) {
+        if let Some(cg) = self.limits.as_ref().and_then(|l| l.cgroup.as_ref()) {
+            cg.kill();
+        }
     }
 
     fn touch(&self) {
@@ -260,9 +306,25 @@ impl TaskTable {
             return Err(StartError::Full { live });
         }
         let mode = spec.mode;
-        let started = spawn::start(spec).map_err(StartError::Io)?;
+        let id = new_id(&tasks);
+        let (setup, limits) = match spec.limits {
+            Some(t) => {
+                let (setup, applied) = set_up_limits(&id, t);
+                (Some(setup), Some(applied))
+            }
+            None => (None, None),
+        };
+        let started = match spawn::start(spec, setup) {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some(cg) = limits.as_ref().and_then(|l| l.cgroup.as_ref()) {
+                    cg.remove();
+                }
+                return Err(StartError::Io(e));
+            }
+        };
         let task = Arc::new(Task {
-            id: new_id(&tasks),
+            id,
             command: command.to_string(),
             mode,
             pid: started.pid,
@@ -273,9 +335,11 @@ impl TaskTable {
                 eof: false,
                 ended_at: None,
                 last_output: None,
+                cgroup_events: None,
             }),
             changed: Notify::new(),
             input: Mutex::new(Some(started.input)),
+            limits,
         });
         tasks.push(task.clone());
         drop(tasks);
@@ -298,7 +362,51 @@ impl TaskTable {
         for t in &live {
             t.signal_group(Signal::SIGKILL);
         }
+        // Every task's cgroup now, not when its waiter gets to it (a task that just ended
+        // may still be having its removed): the server may be ending.
+        for t in &tasks {
+            if let Some(cg) = t.limits.as_ref().and_then(|l| l.cgroup.as_ref()) {
+                cg.remove();
+            }
+        }
     }
+}
+
+/// The cgroup (where one can be made and is asked for) and rlimits of task `id`.
+fn set_up_limits(id: &str, t: spawn::TaskLimits) -> (TaskSetup, AppliedLimits) {
+    let l = t.limits;
+    let mut no_cgroup = None;
+    let mut cgroup = None;
+    if t.cgroup && (l.processes.is_some() || l.memory.is_some()) {
+        match Cgroups::made() {
+            Some(cgroups) if cgroups.any() => match cgroups.create(id, l.processes, l.memory) {
+                Ok(cg) => cgroup = Some(cg),
+                Err(why) => no_cgroup = Some(why),
+            },
+            Some(cgroups) => {
+                no_cgroup = cgroups.pids.as_ref().err().cloned();
+            }
+            None => no_cgroup = Some("the server looked for none".into()),
+        }
+    }
+    let by_cgroup = cgroup.as_ref().is_some_and(TaskCgroup::pids);
+    let setup = TaskSetup {
+        limits: l,
+        cgroups: cgroup.as_ref().map(TaskCgroup::dirs).unwrap_or_default(),
+        nproc: if by_cgroup {
+            None
+        } else {
+            l.processes.map(TaskSetup::nproc_for)
+        },
+    };
+    (
+        setup,
+        AppliedLimits {
+            limits: l,
+            cgroup,
+            no_cgroup,
+        },
+    )
 }
 
 fn spawn_reader(task: Arc<Task>, mut output: Box<dyn Read + Send>) {
@@ -346,12 +454,23 @@ fn spawn_waiter(task: Arc<Task>) {
             // (those now fail): the group goes too. Its id cannot have been reused while
             // a member lives.
             let _ = signal::killpg(Pid::from_raw(task.pid), Signal::SIGKILL);
+            // Its cgroup: what it counted, and whatever is left in it killed; the
+            // directory is removed once the task's end is known (that may wait for the
+            // killed to be reaped).
+            let cgroup = task.limits.as_ref().and_then(|l| l.cgroup.as_ref());
+            if let Some(cg) = cgroup {
+                task.lock().cgroup_events = Some(cg.events());
+                cg.kill();
+            }
             {
                 let mut st = task.lock();
                 st.exit = Some(exit);
                 task.finish_if_done(&mut st);
             }
             task.touch();
+            if let Some(cg) = cgroup {
+                cg.remove();
+            }
             // The supervisor killed everything it knew; if a writer still holds the
             // output open (a PTY kept by a stray process), stop waiting for EOF.
             std::thread::sleep(Duration::from_millis(500));

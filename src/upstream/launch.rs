@@ -160,6 +160,8 @@ impl Upstream {
             socket_filter: network
                 .as_ref()
                 .is_some_and(|(_, n)| n.connect_port.is_some()),
+            // A server lives as long as the session, not a task: the server's own.
+            limits: None,
         };
         let started = spawn::start_stdio(spec);
         if let Some((fence, net)) = &network {

@@ -15,9 +15,11 @@
 //!   `execveat` of every process of a command for its supervisor, which follows the
 //!   process tree with ptrace and puts each exec to the decision server (the policy of
 //!   the `whalebox-policy` crate), checking the loaded image a second time.
+//! - [`limits`]: what one command may take (processes, memory, open files, CPU time),
+//!   kept by a cgroup per task where one can be made ([`limits::cgroup`]) and by rlimits.
 //!
 //! Nothing here reads a profile: a caller hands over the settings
-//! ([`landlock::LandlockSection`], [`landlock::Extras`]).
+//! ([`landlock::LandlockSection`], [`landlock::Extras`], [`limits::LimitsSection`]).
 //!
 //! ```
 //! use whalebox_sandbox::{Access, GuardError, PathGuard};
@@ -40,6 +42,7 @@
 pub mod git;
 pub mod kernel;
 pub mod landlock;
+pub mod limits;
 pub mod paths;
 pub mod presets;
 pub mod runtime;

@@ -67,6 +67,7 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         }),
     };
     let runtime = whalebox::guard::runtime::Runtime::detect();
+    let (limits, limit_lines) = limits_report(&env);
     let report = json!({
         "runtime": {
             "kernel": runtime.kernel.unwrap_or("Linux"),
@@ -91,6 +92,7 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
             found.iter().map(|(p, marker)| json!({"preset": p, "marker": marker})).collect::<Vec<_>>()
         }),
         "preset_paths": env.profile.landlock.preset_paths,
+        "limits": limits,
     });
     if as_json {
         println!("{report:#}");
@@ -199,6 +201,16 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
             );
         }
     }
+    for (i, line) in limit_lines.iter().enumerate() {
+        println!(
+            "{}{line}",
+            if i == 0 {
+                "limits:     "
+            } else {
+                "            "
+            }
+        );
+    }
     match &fence {
         Ok(Some(f)) => {
             println!("network:    {}", f.enforcement().describe());
@@ -226,4 +238,109 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         Err(why) => println!("network:    {why}; commands will not run"),
     }
     ExitCode::SUCCESS
+}
+
+/// A limit's value as shown, what keeps it, and a note on what that means.
+type Kept = (String, String, Option<String>);
+
+/// What keeps each of `[shell.limits]` for a task here: `limits` in the JSON report and
+/// the lines for people (the first one a summary).
+fn limits_report(env: &whalebox::session::Env) -> (serde_json::Value, Vec<String>) {
+    use whalebox::guard::limits::cgroup::{Controller, Version};
+    use whalebox::guard::limits::human_bytes;
+    let l = env.profile.shell.task_limits;
+    let cgroups = env.task_cgroups();
+    let by_cgroup = |found: Option<&Result<Controller, String>>, file: &str| match found {
+        Some(Ok(c)) => Ok(format!(
+            "cgroup {} {file}",
+            match c.version {
+                Version::V1 => "v1",
+                Version::V2 => "v2",
+            }
+        )),
+        Some(Err(why)) => Err(why.clone()),
+        None => Err(
+            if env.profile.shell.limits.cgroup == whalebox::guard::limits::CgroupMode::Off {
+                "[shell.limits] cgroup = \"off\"".to_string()
+            } else {
+                "no cgroup is made (the shell group is off)".to_string()
+            },
+        ),
+    };
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { nix::libc::geteuid() } == 0;
+    let processes = l.processes.map(|n| {
+        match by_cgroup(cgroups.map(|c| &c.pids), "pids.max") {
+            Ok(how) => (n.to_string(), how, None),
+            Err(why) => (
+                n.to_string(),
+                "RLIMIT_NPROC".to_string(),
+                Some(if root {
+                    format!("no cgroup ({why}); root is not held by RLIMIT_NPROC, so a fork bomb is not stopped")
+                } else {
+                    format!("no cgroup ({why}); the kernel counts all of the user's processes")
+                }),
+            ),
+        }
+    });
+    let memory = l.memory.map(
+        |n| match by_cgroup(cgroups.map(|c| &c.memory), "memory limit") {
+            Ok(how) => (human_bytes(n), how, None),
+            Err(why) => (
+                human_bytes(n),
+                "not enforced".to_string(),
+                Some(format!(
+                    "no cgroup ({why}); [shell.limits] address_space (RLIMIT_AS) is the fallback"
+                )),
+            ),
+        },
+    );
+    let plain = |v: Option<String>, how: &str| v.map(|v| (v, how.to_string(), None));
+    let rows: Vec<(&str, Option<Kept>)> = vec![
+        ("processes", processes),
+        ("memory", memory),
+        (
+            "open_files",
+            plain(l.open_files.map(|n| n.to_string()), "RLIMIT_NOFILE"),
+        ),
+        (
+            "cpu_seconds",
+            plain(l.cpu_seconds.map(|n| format!("{n} s")), "RLIMIT_CPU"),
+        ),
+        (
+            "address_space",
+            plain(l.address_space.map(human_bytes), "RLIMIT_AS"),
+        ),
+    ];
+    let mut data = serde_json::Map::new();
+    let mut summary = Vec::new();
+    let mut notes = Vec::new();
+    for (key, row) in rows {
+        match row {
+            None => {
+                data.insert(key.into(), json!({"value": null, "enforced_by": null}));
+                summary.push(format!("{key} off"));
+            }
+            Some((value, how, note)) => {
+                data.insert(
+                    key.into(),
+                    json!({"value": value, "enforced_by": how, "note": note}),
+                );
+                summary.push(format!("{key} {value} ({how})"));
+                if let Some(note) = note {
+                    notes.push(format!("{key}: {note}"));
+                }
+            }
+        }
+    }
+    let mut lines = vec![format!("per task: {}", summary.join(", "))];
+    lines.extend(notes);
+    if let Some(c) = cgroups {
+        let dirs: Vec<String> = c.dirs().iter().map(|d| d.display().to_string()).collect();
+        if !dirs.is_empty() {
+            lines.push(format!("tasks' cgroups under {}", dirs.join(" and ")));
+        }
+        data.insert("cgroup_dirs".into(), json!(dirs));
+    }
+    (serde_json::Value::Object(data), lines)
 }

@@ -326,10 +326,18 @@ fn main() -> ExitCode {
         _ => (false, LogFormat::Text),
     };
     init_logging(serving, format);
+    let code = main_command(cli.command);
+    // The server's cgroup directories for its tasks, if it made them (each task's is
+    // gone with the task).
+    whalebox::guard::limits::cgroup::Cgroups::release();
+    code
+}
+
+fn main_command(command: Command) -> ExitCode {
     // Serving and calling tools happen inside the sandbox, which is entered here, on the
     // main thread, before the async runtime starts its threads (Landlock restricts the
     // calling thread and what it starts afterwards).
-    match cli.command {
+    match command {
         Command::Serve {
             profile,
             http,

@@ -32,6 +32,7 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
     let denial_tail = st.buffer.tail_text(16 * 1024);
     let silent_for = st.last_output.map(|t| t.elapsed().as_secs_f64());
     let exit = st.exit;
+    let events = task.limits.as_ref().and_then(|l| l.events(&st));
     let elapsed = st
         .ended_at
         .unwrap_or_else(Instant::now)
@@ -82,6 +83,21 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
         is_pty: task.mode == Mode::Pty,
     });
     let mut diagnoses = diagnoses;
+    let limits = task.limits.as_ref().map(|applied| {
+        crate::shell::limits::report(
+            applied,
+            events,
+            &crate::shell::limits::Ending {
+                task_id: &task.id,
+                exit_code: code,
+                signal,
+                tail: &denial_tail,
+            },
+        )
+    });
+    if let Some((_, found)) = &limits {
+        diagnoses.extend(found.iter().cloned());
+    }
     if let Some(sandbox) = &env.sandbox {
         let denial_tail = if task.mode == Mode::Pty {
             strip_terminal(denial_tail.as_bytes())
@@ -160,6 +176,7 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
         "diagnoses": diagnoses,
         "denials": denials.first,
         "denials_total": denials.total,
+        "limits": limits.map(|(data, _)| data),
     });
     if running || denials.total == 0 {
         return Ok(ToolOutput::new(text, data));

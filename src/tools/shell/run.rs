@@ -259,6 +259,10 @@ impl ShellRun {
             socket_filter: network
                 .as_ref()
                 .is_some_and(|(_, n)| n.connect_port.is_some()),
+            limits: Some(spawn::TaskLimits {
+                limits: cfg.task_limits,
+                cgroup: cfg.limits.cgroup == crate::guard::limits::CgroupMode::Auto,
+            }),
         };
         // The retry that brings a person's answer to an approval (2026-07-28): the task
         // is the one that asked; nothing new starts.

@@ -246,7 +246,7 @@ pub fn run(
     hung_up: &dyn Fn() -> bool,
 ) -> Result<End, Refusal> {
     let signals = signal_fd().map_err(Refusal::Failed)?;
-    let root = start::start_notified(program, args)?;
+    let root = start::start_notified(program, args, &options.setup)?;
     let mut gate = Gate {
         root: root.pid,
         root_started: false,

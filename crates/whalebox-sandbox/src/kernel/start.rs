@@ -29,6 +29,7 @@ use nix::unistd::{ForkResult, Pid, fork};
 use super::filter::{self, Method};
 use super::notify::Refusal;
 use super::tracee;
+use crate::limits::ChildSetup;
 
 /// The started root: its pid, and the pipe its filter error comes on (if it could not
 /// install the filter, it exits 126 and says why there).
@@ -65,7 +66,7 @@ fn environment() -> Vec<CString> {
 
 /// Fork and start `program args` as a tracee. Signals of the caller's mask are
 /// unblocked in the child. The supervisor must be single-threaded.
-pub fn start(program: &OsStr, args: &[OsString]) -> Result<Root, String> {
+pub fn start(program: &OsStr, args: &[OsString], setup: &ChildSetup) -> Result<Root, String> {
     let bpf = filter::gate_filter(Method::Ptrace)?;
     let exec = Exec::new(program, args)?;
     let (report_r, report_w) =
@@ -77,6 +78,11 @@ pub fn start(program: &OsStr, args: &[OsString]) -> Result<Root, String> {
         Ok(ForkResult::Child) => {
             drop(report_r);
             child_signals();
+            if let Err(why) = setup.enter() {
+                let _ = nix::unistd::write(&report_w, why.as_bytes());
+                // SAFETY: leaving the child without running the parent's destructors.
+                unsafe { libc::_exit(126) };
+            }
             let _ = signal::raise(Signal::SIGSTOP);
             own_domain();
             if let Err(e) = filter::install_gate(&bpf, Method::Ptrace) {
@@ -97,6 +103,15 @@ pub fn start(program: &OsStr, args: &[OsString]) -> Result<Root, String> {
     match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
         Ok(WaitStatus::Stopped(_, Signal::SIGSTOP)) => {}
         other => {
+            // One that ended before it stopped says why (its limits could not be set);
+            // the pipe is read only then, when no writer is left to block it.
+            if let Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) = other {
+                let mut why = [0u8; 256];
+                let n = nix::unistd::read(&report_r, &mut why).unwrap_or(0);
+                if n > 0 {
+                    return fail(String::from_utf8_lossy(&why[..n]).into_owned());
+                }
+            }
             return fail(format!(
                 "the task's first process did not stop as expected: {other:?}"
             ));
@@ -192,7 +207,11 @@ pub struct Notified {
 }
 
 /// Fork and start `program args` under the notification method.
-pub fn start_notified(program: &OsStr, args: &[OsString]) -> Result<Notified, Refusal> {
+pub fn start_notified(
+    program: &OsStr,
+    args: &[OsString],
+    setup: &ChildSetup,
+) -> Result<Notified, Refusal> {
     use nix::sys::socket::{
         AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
         sendmsg, socketpair,
@@ -213,6 +232,13 @@ pub fn start_notified(program: &OsStr, args: &[OsString]) -> Result<Notified, Re
         Ok(ForkResult::Child) => {
             drop(ours);
             child_signals();
+            if let Err(why) = setup.enter() {
+                let mut msg = b"S".to_vec();
+                msg.extend_from_slice(why.as_bytes());
+                let _ = nix::unistd::write(&theirs, &msg);
+                // SAFETY: leaving the child without running destructors.
+                unsafe { libc::_exit(126) }
+            }
             own_domain();
             // The first byte says what follows: L a listener, N no user notification
             // here (the ptrace method may do), E another failure.
@@ -285,6 +311,9 @@ pub fn start_notified(program: &OsStr, args: &[OsString]) -> Result<Notified, Re
             listener: unsafe { OwnedFd::from_raw_fd(fd) },
         }),
         (Some(b'N'), _) => fail(Refusal::NoNotify(
+            String::from_utf8_lossy(&buf[1..bytes]).into_owned(),
+        )),
+        (Some(b'S'), _) => fail(Refusal::Failed(
             String::from_utf8_lossy(&buf[1..bytes]).into_owned(),
         )),
         (Some(b'E'), _) => fail(Refusal::Failed(format!(

@@ -49,6 +49,9 @@ pub struct Options {
     pub server: Option<PathBuf>,
     /// How long an exec may wait for its answer (an `ask` waits for a person).
     pub timeout: Duration,
+    /// What the task's first process does before it installs the gate: join its
+    /// cgroup, set its rlimits (see `crate::limits`).
+    pub setup: crate::limits::ChildSetup,
 }
 
 /// How the task's first program ended.
@@ -151,7 +154,7 @@ pub fn run(
     hung_up: &dyn Fn() -> bool,
 ) -> Result<End, String> {
     let signals = signal_fd()?;
-    let root = start::start(program, args)?;
+    let root = start::start(program, args, &options.setup)?;
     let mut tracer = Tracer {
         root: root.pid,
         root_started: false,
