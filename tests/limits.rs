@@ -389,3 +389,52 @@ fn a_task_that_cannot_join_its_cgroup_does_not_run() {
         );
     }
 }
+
+/// whalebox itself out of file descriptors (its own `ulimit -n` used up): starting a
+/// command is `out_of_resources` with a next step, not `internal` (issue 28; it was
+/// "this is a whalebox bug").
+#[test]
+fn whalebox_out_of_descriptors_answers_out_of_resources() {
+    use std::os::unix::process::CommandExt;
+    let f = Fixture::new();
+    let ws = f.ws.to_str().unwrap().to_string();
+    let mut answered = None;
+    // The fewest descriptors whalebox starts with varies with what the profile turns on:
+    // find a limit under which it serves the call but cannot start the command.
+    for limit in 10..40u64 {
+        let mut cmd = f.command(&[
+            "call",
+            "shell_run",
+            "--workspace",
+            &ws,
+            "--args",
+            r#"{"command": "echo hi"}"#,
+        ]);
+        unsafe {
+            cmd.pre_exec(move || {
+                let rlim = nix::libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if nix::libc::setrlimit(nix::libc::RLIMIT_NOFILE, &rlim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd.output().unwrap();
+        let Ok(envelope) = serde_json::from_slice::<Value>(&out.stdout) else {
+            continue;
+        };
+        if envelope["ok"] == json!(true) {
+            break;
+        }
+        answered = Some(envelope);
+    }
+    let envelope = answered.expect("no descriptor limit made starting a command fail");
+    assert_eq!(envelope["code"], "out_of_resources", "{envelope}");
+    assert!(
+        text(&envelope).contains("Next step: stop tasks"),
+        "{envelope}"
+    );
+}

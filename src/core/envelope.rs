@@ -75,6 +75,9 @@ pub enum Code {
     DiskFull,
     /// The device or file system failed (EIO) or is read-only (EROFS).
     IoError,
+    /// whalebox or the machine ran out of processes, memory or file descriptors
+    /// (EAGAIN from fork, ENOMEM, EMFILE, ENFILE).
+    OutOfResources,
     /// A bug or an unexpected failure inside whalebox.
     Internal,
 }
@@ -111,6 +114,7 @@ impl Code {
         Code::InputRequired,
         Code::DiskFull,
         Code::IoError,
+        Code::OutOfResources,
         Code::Internal,
     ];
 
@@ -145,6 +149,7 @@ impl Code {
             Code::InputRequired => "input_required",
             Code::DiskFull => "disk_full",
             Code::IoError => "io_error",
+            Code::OutOfResources => "out_of_resources",
             Code::Internal => "internal",
         }
     }

@@ -75,7 +75,7 @@ impl ToolError {
 }
 
 /// A failure that is the machine's state, not a bug: a full disk or quota, a failing
-/// device, a read-only file system. Each has its own code and a next step the person
+/// device, a read-only file system, no process, memory or descriptor left. Each has its own code and a next step the person
 /// can take.
 #[derive(Debug, Clone, Copy)]
 pub struct MachineFault {
@@ -86,7 +86,7 @@ pub struct MachineFault {
 
 impl MachineFault {
     pub fn of(err: &std::io::Error) -> Option<MachineFault> {
-        use nix::libc::{EDQUOT, EIO, ENOSPC, EROFS};
+        use nix::libc::{EAGAIN, EDQUOT, EIO, EMFILE, ENFILE, ENOMEM, ENOSPC, EROFS};
         use std::io::ErrorKind;
         let errno = os_errno(err);
         let (code, cause, next_step) = match (err.kind(), errno) {
@@ -109,6 +109,28 @@ impl MachineFault {
                 Code::IoError,
                 "the device or file system failed (an I/O error)",
                 "tell the user the disk or file system is failing; call again once at most",
+            ),
+            (_, Some(EMFILE)) => (
+                Code::OutOfResources,
+                "whalebox has as many files open as its limit allows",
+                "stop tasks that are no longer needed (shell_cancel), then call again; if it persists, ask the user to raise whalebox's open-file limit (ulimit -n)",
+            ),
+            (_, Some(ENFILE)) => (
+                Code::OutOfResources,
+                "the system's table of open files is full",
+                "stop tasks that are no longer needed (shell_cancel), then call again",
+            ),
+            (ErrorKind::OutOfMemory, _) | (_, Some(ENOMEM)) => (
+                Code::OutOfResources,
+                "the machine is out of memory",
+                "stop tasks that are no longer needed (shell_cancel), then call again",
+            ),
+            // Only fork and clone answer EAGAIN where this is asked (no file whalebox
+            // writes is non-blocking).
+            (_, Some(EAGAIN)) => (
+                Code::OutOfResources,
+                "no process or thread can be started (the user's or the machine's limit)",
+                "stop tasks that are no longer needed (shell_cancel), then call again",
             ),
             _ => return None,
         };
@@ -183,6 +205,8 @@ mod tests {
         assert_eq!(eio.code, Code::IoError);
         let erofs = MachineFault::of(&io::Error::from_raw_os_error(nix::libc::EROFS)).unwrap();
         assert_eq!(erofs.code, Code::IoError);
+        let fds = MachineFault::of(&io::Error::from_raw_os_error(nix::libc::EMFILE)).unwrap();
+        assert_eq!(fds.code, Code::OutOfResources);
         let other = ToolError::io("f.txt", &io::Error::other("odd"), "nothing was changed");
         assert_eq!(other.code, Code::Internal);
     }

@@ -290,9 +290,7 @@ impl ShellRun {
                 .with_data(json!({"tasks": env.tasks.ids()})));
             }
             Err(StartError::Io(e)) => {
-                return Err(ToolError::internal(format!(
-                    "cannot start the command: {e}"
-                )));
+                return Err(ToolError::io("cannot start the command", &e, "nothing ran"));
             }
         };
         if !a.background {
