@@ -184,6 +184,16 @@ impl Document {
                 .or_else(|| old_range.end.checked_sub(1).and_then(old_ending))
                 .or_else(|| old_ending(old_range.end))
                 .unwrap_or(dominant);
+                // An empty line ending in LF right after a CR would be read back as one
+                // CRLF, and the line lost: it takes the CR of the line before instead.
+                let ending = if content.is_empty()
+                    && ending == Ending::Lf
+                    && previous == Some(Ending::Cr)
+                {
+                    Ending::Cr
+                } else {
+                    ending
+                };
                 out.push_str(content);
                 out.push_str(ending.as_str());
                 previous = Some(ending);
@@ -333,6 +343,23 @@ mod tests {
             bytes,
             "unchanged text gives the same bytes"
         );
+    }
+
+    /// Found by the multi_edit fuzz target: in a file mixing CR and LF endings, a line
+    /// emptied by an edit kept its LF right after the CR of the line before, and the two
+    /// were read back as one CRLF: the line was lost.
+    #[test]
+    fn an_emptied_line_after_a_cr_line_is_not_merged_into_a_crlf() {
+        for (file, new) in [
+            ("a\rab\n", "a\n\n"),
+            ("a\rb\nab\n", "a\n\nab\n"),
+            ("x\n\ry\rab\nz\n", "x\n\ny\n\nz\n"),
+        ] {
+            let doc = Document::decode(file.as_bytes()).unwrap();
+            let bytes = doc.to_bytes(new);
+            let back = Document::decode(&bytes).unwrap();
+            assert_eq!(back.text, new, "{file:?} edited to {new:?} wrote {bytes:?}");
+        }
     }
 
     #[test]
