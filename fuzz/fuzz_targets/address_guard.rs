@@ -94,8 +94,12 @@ fn disguise(u: &mut Unstructured, s: &str) -> Result<String> {
                 out.push(char::from_u32(0xFF10 + (c as u32 - '0' as u32)).unwrap_or(c))
             }
             1 if c == '.' => out.push(*u.choose(&['\u{FF0E}', '\u{3002}', '\u{FF61}'])?),
-            2 if c.is_ascii_alphanumeric() || c == '.' => out.push_str(&format!("%{:02X}", c as u32)),
-            3 if c.is_ascii_alphabetic() => out.push(char::from_u32(0xFF21 + (c.to_ascii_uppercase() as u32 - 'A' as u32)).unwrap_or(c)),
+            2 if c.is_ascii_alphanumeric() || c == '.' => {
+                out.push_str(&format!("%{:02X}", c as u32))
+            }
+            3 if c.is_ascii_alphabetic() => out.push(
+                char::from_u32(0xFF21 + (c.to_ascii_uppercase() as u32 - 'A' as u32)).unwrap_or(c),
+            ),
             _ => out.push(c),
         }
     }
@@ -105,14 +109,22 @@ fn disguise(u: &mut Unstructured, s: &str) -> Result<String> {
 fn spell_v6(u: &mut Unstructured, ip: Ipv6Addr) -> Result<String> {
     let s = ip.segments();
     Ok(match u.int_in_range(0..=5)? {
-        0 => s.iter().map(|g| format!("{g:04x}")).collect::<Vec<_>>().join(":"),
+        0 => s
+            .iter()
+            .map(|g| format!("{g:04x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
         1 => ip.to_string().to_uppercase(),
         2 => {
             let o = ip.octets();
             let head: Vec<String> = s[..6].iter().map(|g| format!("{g:x}")).collect();
             format!("{}:{}.{}.{}.{}", head.join(":"), o[12], o[13], o[14], o[15])
         }
-        3 => s.iter().map(|g| format!("{g:X}")).collect::<Vec<_>>().join(":"),
+        3 => s
+            .iter()
+            .map(|g| format!("{g:X}"))
+            .collect::<Vec<_>>()
+            .join(":"),
         _ => ip.to_string(),
     })
 }
@@ -147,13 +159,37 @@ fn address(u: &mut Unstructured) -> Result<Addr> {
             let o = ip.octets();
             let carrier = match u.int_in_range(0..=2)? {
                 0 => Ipv6Addr::from(u128::from(u32::from(ip))),
-                1 => Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, u16::from_be_bytes([o[0], o[1]]), u16::from_be_bytes([o[2], o[3]])),
-                _ => Ipv6Addr::new(0x2002, u16::from_be_bytes([o[0], o[1]]), u16::from_be_bytes([o[2], o[3]]), 0, 0, 0, 0, 1),
+                1 => Ipv6Addr::new(
+                    0x64,
+                    0xff9b,
+                    0,
+                    0,
+                    0,
+                    0,
+                    u16::from_be_bytes([o[0], o[1]]),
+                    u16::from_be_bytes([o[2], o[3]]),
+                ),
+                _ => Ipv6Addr::new(
+                    0x2002,
+                    u16::from_be_bytes([o[0], o[1]]),
+                    u16::from_be_bytes([o[2], o[3]]),
+                    0,
+                    0,
+                    0,
+                    0,
+                    1,
+                ),
             };
             Addr::Carries(ip, carrier)
         }
         _ => {
-            let known: &[u128] = &[1, 0, 0xfe80 << 112 | 1, 0xfc00 << 112 | 5, 0x2606_4700 << 96 | 0x1111];
+            let known: &[u128] = &[
+                1,
+                0,
+                0xfe80 << 112 | 1,
+                0xfc00 << 112 | 5,
+                0x2606_4700 << 96 | 0x1111,
+            ];
             let mut v: u128 = *u.choose(known)?;
             if u.ratio(1, 2)? {
                 v ^= u128::from(u.arbitrary::<u64>()?);
@@ -198,7 +234,10 @@ fn guard(u: &mut Unstructured, ip: IpAddr) -> Result<(Guard, WebSection)> {
         cfg.deny_hosts.push(canon.to_string());
     }
     if u.ratio(1, 4)? {
-        cfg.allow_hosts.push(u.choose(&[canon.to_string(), "example.org".into()])?.clone());
+        cfg.allow_hosts.push(
+            u.choose(&[canon.to_string(), "example.org".into()])?
+                .clone(),
+        );
     }
     if u.ratio(1, 4)? {
         cfg.ports = vec![8080];
@@ -257,7 +296,10 @@ fn check(u: &mut Unstructured) -> Result<()> {
             let (g, cfg) = guard(u, IpAddr::V4(v4))?;
             let url = Url::parse(&format!("http://[{}]{port}/", spell_v6(u, v6)?)).expect("parses");
             if private_kind(IpAddr::V4(v4)).is_some() {
-                assert!(private_kind(IpAddr::V6(v6)).is_some(), "{v6} carries {v4} but is public");
+                assert!(
+                    private_kind(IpAddr::V6(v6)).is_some(),
+                    "{v6} carries {v4} but is public"
+                );
                 let allowed = AllowList::parse(&cfg.allow_private)
                     .expect("parses")
                     .allows(IpAddr::V6(v6));

@@ -78,7 +78,13 @@ fn check(u: &mut Unstructured) -> Result<()> {
         Err((_, failure)) => {
             if exact >= 2 && !replace_all && search != replace {
                 assert!(
-                    matches!(failure, Failure::NotUnique { level: Level::Exact, .. }),
+                    matches!(
+                        failure,
+                        Failure::NotUnique {
+                            level: Level::Exact,
+                            ..
+                        }
+                    ),
                     "twice exactly, no replace_all: {failure:?}"
                 );
             }
@@ -115,8 +121,14 @@ fn check(u: &mut Unstructured) -> Result<()> {
         }
         assert_eq!(outcome.replacements, exact);
     } else {
-        assert_eq!(exact, 0, "a fuzzy level acted though the search occurs exactly");
-        assert_eq!(outcome.replacements, 1, "a fuzzy level acted on several matches");
+        assert_eq!(
+            exact, 0,
+            "a fuzzy level acted though the search occurs exactly"
+        );
+        assert_eq!(
+            outcome.replacements, 1,
+            "a fuzzy level acted on several matches"
+        );
     }
 
     // Back to bytes: same encoding, the new text, untouched lines byte for byte.
@@ -146,14 +158,23 @@ fn check(u: &mut Unstructured) -> Result<()> {
     let before = old[..first.old.start].matches('\n').count();
     let suffix = &old[last.old.end..];
     let starts_line = last.old.end == 0 || old[..last.old.end].ends_with('\n');
-    let after = suffix.split_inclusive('\n').count() - usize::from(!starts_line && !suffix.is_empty());
-    assert!(before + after <= old_lines.len(), "{before} + {after} lines of {}", old_lines.len());
+    let after =
+        suffix.split_inclusive('\n').count() - usize::from(!starts_line && !suffix.is_empty());
+    assert!(
+        before + after <= old_lines.len(),
+        "{before} + {after} lines of {}",
+        old_lines.len()
+    );
     assert!(
         before + after <= new_lines.len(),
         "the edit removed untouched lines: {before} + {after} of {}",
         new_lines.len()
     );
-    assert_eq!(old_lines[..before], new_lines[..before], "a line before the edit changed");
+    assert_eq!(
+        old_lines[..before],
+        new_lines[..before],
+        "a line before the edit changed"
+    );
     assert_eq!(
         old_lines[old_lines.len() - after..],
         new_lines[new_lines.len() - after..],
@@ -177,7 +198,10 @@ fn check(u: &mut Unstructured) -> Result<()> {
             } else {
                 None
             };
-            assert!(ending.is_none_or(|e| e == wanted), "a line lost the file's ending: {l:?}");
+            assert!(
+                ending.is_none_or(|e| e == wanted),
+                "a line lost the file's ending: {l:?}"
+            );
         }
     }
     Ok(())

@@ -36,7 +36,10 @@ fuzz_target!(|data: &[u8]| {
             html.len()
         );
         if let Some(title) = &page.title {
-            assert!(!title.contains('\n') && !title.is_empty(), "title {title:?}");
+            assert!(
+                !title.contains('\n') && !title.is_empty(),
+                "title {title:?}"
+            );
         }
     });
 });

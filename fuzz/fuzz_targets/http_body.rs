@@ -124,7 +124,12 @@ fn check_decoding(bytes: &[u8], content_type: Option<&str>) {
         (&b.text, b.encoding, b.replaced),
         "decode and decode_owned differ ({content_type:?}, {kind:?})"
     );
-    assert!(a.text.len() <= 3 * bytes.len() + 3, "{} bytes of text from {}", a.text.len(), bytes.len());
+    assert!(
+        a.text.len() <= 3 * bytes.len() + 3,
+        "{} bytes of text from {}",
+        a.text.len(),
+        bytes.len()
+    );
     let _ = (kind == Kind::Html, body::media_type(content_type));
 }
 
@@ -193,14 +198,27 @@ fn check(server: &Server, local: &tokio::task::LocalSet, u: &mut Unstructured) -
         return Ok(());
     };
     let max = max_bytes as usize;
-    assert!(resp.body.len() <= max, "{} bytes read past max_bytes {max}", resp.body.len());
+    assert!(
+        resp.body.len() <= max,
+        "{} bytes read past max_bytes {max}",
+        resp.body.len()
+    );
     if resp.cut {
         assert_eq!(resp.body.len(), max, "cut before max_bytes");
     }
     if let (Some(decoded), true) = (&decoded, known) {
         let want = &decoded[..decoded.len().min(max)];
-        assert_eq!(&resp.body[..], want, "the body is not the {coding} stream decoded");
-        assert_eq!(resp.cut, decoded.len() > max, "cut is wrong ({} of {max})", decoded.len());
+        assert_eq!(
+            &resp.body[..],
+            want,
+            "the body is not the {coding} stream decoded"
+        );
+        assert_eq!(
+            resp.cut,
+            decoded.len() > max,
+            "cut is wrong ({} of {max})",
+            decoded.len()
+        );
     }
     check_decoding(&resp.body, resp.content_type.as_deref());
     Ok(())

@@ -71,8 +71,15 @@ const METHODS: &[&str] = &[
 ];
 
 const TOOLS: &[&str] = &[
-    "read_file", "list_dir", "grep", "search_files", "update_plan", "todo_add", "todo_list",
-    "todo_update", "nope",
+    "read_file",
+    "list_dir",
+    "grep",
+    "search_files",
+    "update_plan",
+    "todo_add",
+    "todo_list",
+    "todo_update",
+    "nope",
 ];
 
 fn json_value(u: &mut Unstructured, depth: u32) -> Result<Value> {
@@ -91,7 +98,17 @@ fn json_value(u: &mut Unstructured, depth: u32) -> Result<Value> {
             let mut m = serde_json::Map::new();
             for _ in 0..u.int_in_range(0..=3)? {
                 let k = u
-                    .choose(&["path", "file_path", "pattern", "name", "uri", "id", "cursor", "_meta", "level"])?
+                    .choose(&[
+                        "path",
+                        "file_path",
+                        "pattern",
+                        "name",
+                        "uri",
+                        "id",
+                        "cursor",
+                        "_meta",
+                        "level",
+                    ])?
                     .to_string();
                 m.insert(k, json_value(u, depth + 1)?);
             }
@@ -117,8 +134,12 @@ fn message(u: &mut Unstructured) -> Result<Value> {
     };
     let mut m = json!({"jsonrpc": "2.0", "method": method, "params": params});
     match u.int_in_range(0..=9)? {
-        0 => m = json!({"jsonrpc": "2.0", "id": id.clone().unwrap_or(json!(7)), "result": json_value(u, 0)?}),
-        1 => m = json!({"jsonrpc": "2.0", "id": id.clone().unwrap_or(json!(7)), "error": {"code": -1, "message": "x"}}),
+        0 => {
+            m = json!({"jsonrpc": "2.0", "id": id.clone().unwrap_or(json!(7)), "result": json_value(u, 0)?})
+        }
+        1 => {
+            m = json!({"jsonrpc": "2.0", "id": id.clone().unwrap_or(json!(7)), "error": {"code": -1, "message": "x"}})
+        }
         2 => m["jsonrpc"] = json!("1.0"),
         3 => m = json!([m, {"jsonrpc": "2.0", "id": 9, "method": "ping"}]),
         _ => {}
@@ -143,8 +164,15 @@ async fn session(setup: &Setup, garbage: Vec<Vec<u8>>, last: &str) {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "fuzz", "version": "0"}}});
-    write.write_all(format!("{init}\n").as_bytes()).await.expect("write");
-    let answer = lines.next_line().await.expect("read").expect("an answer to initialize");
+    write
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .expect("write");
+    let answer = lines
+        .next_line()
+        .await
+        .expect("read")
+        .expect("an answer to initialize");
     assert!(answer.contains("\"result\""), "initialize failed: {answer}");
     write
         .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
@@ -177,7 +205,10 @@ async fn session(setup: &Setup, garbage: Vec<Vec<u8>>, last: &str) {
         Ok(None) => panic!("the server closed the connection instead of answering {last}"),
         Err(_) => panic!("no answer to {last} within 10 s"),
     };
-    assert!(line.contains("\"result\""), "{last} failed after the garbage: {line}");
+    assert!(
+        line.contains("\"result\""),
+        "{last} failed after the garbage: {line}"
+    );
     drop(writer.await);
     drop(lines);
     let _ = tokio::time::timeout(Duration::from_secs(5), serving).await;
@@ -198,7 +229,13 @@ fn lines_of(u: &mut Unstructured) -> Result<Vec<Vec<u8>>> {
 
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
-    let Ok(garbage) = lines_of(&mut u) else { return };
-    let last = if u.arbitrary().unwrap_or(false) { "tools/list" } else { "ping" };
+    let Ok(garbage) = lines_of(&mut u) else {
+        return;
+    };
+    let last = if u.arbitrary().unwrap_or(false) {
+        "tools/list"
+    } else {
+        "ping"
+    };
     SETUP.with(|setup| setup.runtime.block_on(session(setup, garbage, last)));
 });

@@ -81,7 +81,8 @@ fn check(u: &mut Unstructured) -> Result<()> {
             let bom = doc.detected == Detected::UTF8 && edited.text.starts_with('\u{feff}');
             let start = if bom { '\u{feff}'.len_utf8() } else { 0 };
             assert_eq!(
-                back.text, edited.text[start..],
+                back.text,
+                edited.text[start..],
                 "the bytes are not the new text: file {bytes:?}, steps {drawn:?}, new bytes {new_bytes:?}"
             );
         }

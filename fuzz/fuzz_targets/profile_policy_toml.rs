@@ -29,7 +29,11 @@ thread_local! {
 }
 
 fn judge(policy: &Policy, text: &str) {
-    let words: Vec<String> = text.split_whitespace().take(12).map(str::to_string).collect();
+    let words: Vec<String> = text
+        .split_whitespace()
+        .take(12)
+        .map(str::to_string)
+        .collect();
     for start in 0..words.len().min(4) {
         let argv = &words[start..];
         let verdict = policy.evaluate(&argv[0], argv);
@@ -56,7 +60,10 @@ fuzz_target!(|data: &[u8]| {
                 }
                 Err(e) => {
                     let shown = e.to_string();
-                    assert!(shown.contains("fuzz.toml"), "an error that names no file: {shown}");
+                    assert!(
+                        shown.contains("fuzz.toml"),
+                        "an error that names no file: {shown}"
+                    );
                     assert_eq!(parse().err().map(|e| e.to_string()), Some(shown));
                 }
             }
@@ -65,8 +72,13 @@ fuzz_target!(|data: &[u8]| {
             Ok(policy) => judge(&policy, text),
             Err(e) => {
                 let shown = e.to_string();
-                assert!(shown.contains("fuzz.toml"), "an error that names no file: {shown}");
-                let again = Policy::from_toml(text, "fuzz.toml").err().map(|e| e.to_string());
+                assert!(
+                    shown.contains("fuzz.toml"),
+                    "an error that names no file: {shown}"
+                );
+                let again = Policy::from_toml(text, "fuzz.toml")
+                    .err()
+                    .map(|e| e.to_string());
                 assert_eq!(again, Some(shown), "not deterministic");
             }
         },

@@ -129,12 +129,18 @@ fn words(u: &mut Unstructured, ws: &[&str]) -> Result<String> {
     let mut out = Vec::new();
     for (i, w) in ws.iter().enumerate() {
         let w = match *w {
-            "F" => u.choose(&["out.txt", "/etc/passwd", "a b", "-", "F"])?.to_string(),
+            "F" => u
+                .choose(&["out.txt", "/etc/passwd", "a b", "-", "F"])?
+                .to_string(),
             "G" => u.choose(&["in.txt", "G", "x"])?.to_string(),
             w => w.to_string(),
         };
         // The program name stays unquoted half the time (quoted, it is still the program).
-        out.push(if i == 0 && u.arbitrary()? { w } else { quote(u, &w)? });
+        out.push(if i == 0 && u.arbitrary()? {
+            w
+        } else {
+            quote(u, &w)?
+        });
     }
     let sep = *u.choose(&[" ", "  ", "\t", " \t "])?;
     Ok(out.join(sep))
@@ -187,7 +193,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut u = Unstructured::new(rest);
     if let Ok(line) = line(&mut u) {
-        assert_ne!(read_only(&line), ReadOnly::Yes, "read-only: yes for {line:?}");
+        assert_ne!(
+            read_only(&line),
+            ReadOnly::Yes,
+            "read-only: yes for {line:?}"
+        );
         check_raw(&line);
     }
 });

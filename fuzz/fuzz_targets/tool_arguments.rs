@@ -44,9 +44,31 @@ thread_local! {
 
 /// Strings models send, and ones the repairs look for.
 const WORDS: &[&str] = &[
-    "", "true", "false", "TRUE", " true ", "42", "-1", "1e3", "3.5", "null", "[]", "[\"a\"]",
-    "[1,2]", "{}", "{\"a\":1}", "[README.md](http://README.md)", "[a](<a>)", "src/main.rs",
-    "./x", "\u{0}", "é", "~/x", "a/b/", "[x](http://y)", " [1] ",
+    "",
+    "true",
+    "false",
+    "TRUE",
+    " true ",
+    "42",
+    "-1",
+    "1e3",
+    "3.5",
+    "null",
+    "[]",
+    "[\"a\"]",
+    "[1,2]",
+    "{}",
+    "{\"a\":1}",
+    "[README.md](http://README.md)",
+    "[a](<a>)",
+    "src/main.rs",
+    "./x",
+    "\u{0}",
+    "é",
+    "~/x",
+    "a/b/",
+    "[x](http://y)",
+    " [1] ",
 ];
 
 fn string(u: &mut Unstructured) -> Result<String> {
@@ -156,7 +178,11 @@ fn good(u: &mut Unstructured, schema: &Value, depth: u32) -> Result<Value> {
             let max = bound(schema, "maxItems").unwrap_or(min + 4).min(min + 4);
             let n = u.int_in_range(min..=max.max(min))?;
             let items = schema.get("items").cloned().unwrap_or(Value::Null);
-            Value::Array((0..n).map(|_| value(u, &items, depth + 1)).collect::<Result<_>>()?)
+            Value::Array(
+                (0..n)
+                    .map(|_| value(u, &items, depth + 1))
+                    .collect::<Result<_>>()?,
+            )
         }
         "string" => Value::String(string(u)?),
         "integer" => {
@@ -220,7 +246,12 @@ fn check(setup: &Setup, u: &mut Unstructured) -> Result<()> {
         }
         Err(envelope) => {
             assert!(!envelope.ok);
-            assert_eq!(envelope.code, Code::InvalidInput, "{name}: {}", envelope.text);
+            assert_eq!(
+                envelope.code,
+                Code::InvalidInput,
+                "{name}: {}",
+                envelope.text
+            );
             assert!(
                 envelope.text.contains(name.as_str()) && envelope.text.len() > name.len() + 20,
                 "{name}: an unclear refusal: {}",
@@ -241,8 +272,14 @@ fn check(setup: &Setup, u: &mut Unstructured) -> Result<()> {
             .iter()
             .all(|r| r.kind != RepairKind::MarkdownAutolinkPath)
         {
-            assert_eq!(repaired, given, "{name}: a valid value was repaired: {repairs:?}");
-            assert!(repairs.is_empty(), "{name}: repairs on a valid value: {repairs:?}");
+            assert_eq!(
+                repaired, given,
+                "{name}: a valid value was repaired: {repairs:?}"
+            );
+            assert!(
+                repairs.is_empty(),
+                "{name}: repairs on a valid value: {repairs:?}"
+            );
         }
     }
     Ok(())

@@ -74,9 +74,35 @@ pub mod draw {
     /// Pieces of code-like text: indentation in spaces and tabs, trailing blanks, quotes
     /// (curly ones too), dashes, escapes, non-ASCII, CR inside a line.
     const PIECES: &[&str] = &[
-        "a", "b", "ab", "fn f() {", "}", "    ", "  ", "\t", " ", "x = 1;", "\"s\"", "'c'",
-        "\u{201c}q\u{201d}", "\u{2018}", "\u{2014}", "\u{a0}", "\\n", "\\t", "\\\"", "é", "中文",
-        "let y = 2;", "return", "  ", "//", "#", "\u{feff}", "\u{3000}", "a\u{301}",
+        "a",
+        "b",
+        "ab",
+        "fn f() {",
+        "}",
+        "    ",
+        "  ",
+        "\t",
+        " ",
+        "x = 1;",
+        "\"s\"",
+        "'c'",
+        "\u{201c}q\u{201d}",
+        "\u{2018}",
+        "\u{2014}",
+        "\u{a0}",
+        "\\n",
+        "\\t",
+        "\\\"",
+        "é",
+        "中文",
+        "let y = 2;",
+        "return",
+        "  ",
+        "//",
+        "#",
+        "\u{feff}",
+        "\u{3000}",
+        "a\u{301}",
     ];
     const ENDINGS: &[&str] = &["\n", "\r\n", "\r", "\n", "\r\n"];
 
@@ -148,9 +174,21 @@ pub mod draw {
             }
         }
         match u.int_in_range(0..=9)? {
-            0 => s = s.lines().map(str::trim_start).collect::<Vec<_>>().join("\n"),
+            0 => {
+                s = s
+                    .lines()
+                    .map(str::trim_start)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
             1 => s = s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n"),
-            2 => s = s.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"),
+            2 => {
+                s = s
+                    .lines()
+                    .map(|l| format!("  {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
             3 => s = s.replace('\n', "\\n").replace('\t', "\\t"),
             4 => s = s.replace('"', "\u{201c}").replace('-', "\u{2014}"),
             5 => s = s.replace("\n", "\r\n"),

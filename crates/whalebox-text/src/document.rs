@@ -186,14 +186,12 @@ impl Document {
                 .unwrap_or(dominant);
                 // An empty line ending in LF right after a CR would be read back as one
                 // CRLF, and the line lost: it takes the CR of the line before instead.
-                let ending = if content.is_empty()
-                    && ending == Ending::Lf
-                    && previous == Some(Ending::Cr)
-                {
-                    Ending::Cr
-                } else {
-                    ending
-                };
+                let ending =
+                    if content.is_empty() && ending == Ending::Lf && previous == Some(Ending::Cr) {
+                        Ending::Cr
+                    } else {
+                        ending
+                    };
                 out.push_str(content);
                 out.push_str(ending.as_str());
                 previous = Some(ending);

@@ -533,7 +533,17 @@ fn find_option(args: &[String], shorts: &str, longs: &[&str]) -> Option<String> 
 /// xxd's operands (`xxd [options] [infile [outfile]]`), the values of its options skipped.
 fn xxd_operands(args: &[String]) -> usize {
     const VALUED: &[&str] = &[
-        "-c", "-cols", "-g", "-groupsize", "-l", "-len", "-o", "-offset", "-s", "-seek", "-n",
+        "-c",
+        "-cols",
+        "-g",
+        "-groupsize",
+        "-l",
+        "-len",
+        "-o",
+        "-offset",
+        "-s",
+        "-seek",
+        "-n",
         "-name",
     ];
     let mut n = 0;
