@@ -77,6 +77,13 @@ fn check(u: &mut Unstructured) -> Result<()> {
             rebuilt.push_str(&text[at..]);
             assert_eq!(rebuilt, edited.text, "changes do not describe the edit");
             let new_bytes = doc.into_bytes(edited.text.clone(), &edited.changes);
+            if doc.detected == Detected::GB18030
+                && !new_bytes.is_ascii()
+                && std::str::from_utf8(&new_bytes).is_ok()
+            {
+                // Read back as UTF-8: the tools refuse to write these (file::reads_back).
+                return Ok(());
+            }
             let back = Document::decode(&new_bytes).expect("the edited file decodes");
             let bom = doc.detected == Detected::UTF8 && edited.text.starts_with('\u{feff}');
             let start = if bom { '\u{feff}'.len_utf8() } else { 0 };

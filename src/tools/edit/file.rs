@@ -5,7 +5,7 @@
 use crate::core::{Code, ToolError};
 use crate::guard::Allowed;
 use crate::mutation::{CommitError, Expect, Fingerprint, Freshness, commit};
-use crate::text::{DecodeError, Document};
+use crate::text::{DecodeError, Detected, Document};
 use crate::tools::Env;
 use crate::tools::common::{human_size, io_error};
 
@@ -115,6 +115,26 @@ pub(super) fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
 
 /// Commit `new_bytes` where `expect` holds, and remember them as seen (their hash is
 /// computed in the background).
+/// New bytes for a GB18030 file that are also valid UTF-8 (with anything but ASCII in
+/// them) would be read back as UTF-8, which decoding tries first: as other text than was
+/// written, and the next edit would write UTF-8 into a GB18030 file. Refused, nothing
+/// written. (Found by the multi_edit fuzz target.)
+pub(super) fn reads_back(shown: &str, doc: &Document, new_bytes: &[u8]) -> Result<(), ToolError> {
+    if doc.detected == Detected::GB18030
+        && !new_bytes.is_ascii()
+        && std::str::from_utf8(new_bytes).is_ok()
+    {
+        return Err(ToolError::invalid_input(
+            format!(
+                "{shown} is GB18030, and its bytes after this change would also be valid UTF-8: \
+                 read back, they would be taken as UTF-8, other text than you wrote; nothing was written"
+            ),
+            "convert the file to UTF-8 first (for example `iconv -f GB18030 -t UTF-8`), then make the change",
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn store(
     env: &Env,
     allowed: &Allowed,
