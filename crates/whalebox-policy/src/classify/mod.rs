@@ -601,13 +601,41 @@ fn arguments_read_only(prog: &str, args: &[String]) -> Result<(), String> {
             None => Ok(()),
         },
         "xxd" if xxd_operands(args) > 1 => Err("xxd INFILE OUTFILE writes a file".into()),
-        "hostname" if args.iter().any(|a| !a.starts_with('-')) => {
-            Err("hostname NAME sets the host name".into())
+        // Only the options that print: a NAME, `-F FILE` (`-` is stdin), `-b` … set it.
+        "hostname"
+            if args.iter().any(|a| {
+                ![
+                    "-s",
+                    "--short",
+                    "-f",
+                    "--fqdn",
+                    "--long",
+                    "-d",
+                    "--domain",
+                    "-i",
+                    "--ip-address",
+                    "-I",
+                    "--all-ip-addresses",
+                    "-a",
+                    "--alias",
+                    "-A",
+                    "--all-fqdns",
+                ]
+                .contains(&a.as_str())
+            }) =>
+        {
+            Err("hostname with a name, a file or other options sets the host name".into())
         }
         "env" | "printenv" if !args.is_empty() && prog == "env" => {
             Err("env with arguments runs a program".into())
         }
-        "uniq" if args.iter().filter(|a| !a.starts_with('-')).count() > 1 => {
+        "uniq"
+            if args
+                .iter()
+                .filter(|a| *a == "-" || !a.starts_with('-'))
+                .count()
+                > 1 =>
+        {
             Err("uniq INPUT OUTPUT writes a file".into())
         }
         "git" => git_read_only(args),

@@ -84,6 +84,10 @@ fn fuzz_found_writers_are_not_read_only() {
         "git grep --open-files x",
         "git diff --outp=out.txt",
         "git log --ext-d",
+        "hostname -F -",
+        "hostname -F /etc/hostname",
+        "hostname -b name",
+        "uniq - out.txt",
     ] {
         assert!(
             matches!(read_only(c), ReadOnly::CannotTell { .. }),
@@ -104,6 +108,9 @@ fn fuzz_found_writers_are_not_read_only() {
         "git grep -n x",
         "git log --oneline",
         "git diff --stat",
+        "hostname",
+        "hostname -f",
+        "uniq -c in.txt",
     ] {
         assert_eq!(read_only(c), ReadOnly::Yes, "{c}");
     }
