@@ -187,9 +187,18 @@ fn check(u: &mut Unstructured) -> Result<()> {
         "a line before the edit changed: file {bytes:?}, search {search:?}, replace {replace:?}, all {replace_all}, level {:?}",
         outcome.level
     );
+    // One exception: an empty LF line the edit brought right after a CR line would read
+    // back as one CRLF with it, so it takes the CR (Document::restore_endings).
+    let (old_after, new_after) = (old_lines.len() - after, new_lines.len() - after);
+    let merged = after > 0
+        && old_lines[old_after] == "\n"
+        && new_lines[new_after] == "\r"
+        && new_after > 0
+        && new_lines[new_after - 1].ends_with('\r');
+    let skip = usize::from(merged);
     assert_eq!(
-        old_lines[old_lines.len() - after..],
-        new_lines[new_lines.len() - after..],
+        old_lines[old_after + skip..],
+        new_lines[new_after + skip..],
         "a line after the edit changed: file {bytes:?}, search {search:?}, replace {replace:?}, all {replace_all}, level {:?}, changes {:?}",
         outcome.level,
         edited.changes
