@@ -188,11 +188,11 @@ fn check(u: &mut Unstructured) -> Result<()> {
         outcome.level
     );
     // One exception: an empty LF line the edit brought right after a CR line would read
-    // back as one CRLF with it, so it takes the CR (Document::restore_endings).
+    // back as one CRLF with it, so it ends in CRLF (Document::restore_endings).
     let (old_after, new_after) = (old_lines.len() - after, new_lines.len() - after);
     let merged = after > 0
         && old_lines[old_after] == "\n"
-        && new_lines[new_after] == "\r"
+        && new_lines[new_after] == "\r\n"
         && new_after > 0
         && new_lines[new_after - 1].ends_with('\r');
     let skip = usize::from(merged);

@@ -185,10 +185,11 @@ impl Document {
                 .or_else(|| old_ending(old_range.end))
                 .unwrap_or(dominant);
                 // An empty line ending in LF right after a CR would be read back as one
-                // CRLF, and the line lost: it takes the CR of the line before instead.
+                // CRLF, and the line lost: it ends in CRLF instead (a CR would merge with
+                // the next empty LF line in turn).
                 let ending =
                     if content.is_empty() && ending == Ending::Lf && previous == Some(Ending::Cr) {
-                        Ending::Cr
+                        Ending::Crlf
                     } else {
                         ending
                     };
@@ -352,11 +353,19 @@ mod tests {
             ("a\rab\n", "a\n\n"),
             ("a\rb\nab\n", "a\n\nab\n"),
             ("x\n\ry\rab\nz\n", "x\n\ny\n\nz\n"),
+            ("a\rab\n\n\nb\n", "a\n\n\n\nb\n"),
         ] {
             let doc = Document::decode(file.as_bytes()).unwrap();
             let bytes = doc.to_bytes(new);
             let back = Document::decode(&bytes).unwrap();
             assert_eq!(back.text, new, "{file:?} edited to {new:?} wrote {bytes:?}");
+            // Only the emptied line's ending changed: the CR lines keep theirs.
+            let crs = file.matches('\r').count();
+            assert_eq!(
+                bytes.iter().filter(|&&b| b == b'\r').count(),
+                crs + 1,
+                "{bytes:?}"
+            );
         }
     }
 
