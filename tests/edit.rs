@@ -494,6 +494,13 @@ fn a_gb18030_change_that_would_read_back_as_utf8_is_refused() {
         "invalid_input",
     );
     assert_eq!(std::fs::read(&path).unwrap(), before);
+    // U+E5E5 has no GB18030 bytes (it would be written as `&#58853;`).
+    f.err(
+        "edit",
+        &edit_args("gb.txt", "膧", "\u{e5e5}膧"),
+        "invalid_input",
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
     // A change that keeps the bytes invalid as UTF-8 is made.
     f.ok("edit", &edit_args("gb.txt", "膧", "膧膧"));
     assert_eq!(std::fs::read(&path).unwrap(), gb("中\n膧膧\n"));

@@ -220,7 +220,8 @@ impl Document {
             return out;
         }
         if enc == GB18030 {
-            // GB18030 maps every Unicode scalar value, so this never substitutes.
+            // GB18030 maps every Unicode scalar value but U+E5E5 (WHATWG), which
+            // encoding_rs writes as `&#58853;`: the edit tools refuse such a text.
             let (bytes, _, _) = GB18030.encode(text);
             return bytes.into_owned();
         }

@@ -115,24 +115,35 @@ pub(super) fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
 
 /// Commit `new_bytes` where `expect` holds, and remember them as seen (their hash is
 /// computed in the background).
-/// New bytes for a GB18030 file that are also valid UTF-8 (with anything but ASCII in
-/// them) would be read back as UTF-8, which decoding tries first: as other text than was
-/// written, and the next edit would write UTF-8 into a GB18030 file. Refused, nothing
-/// written. (Found by the multi_edit fuzz target.)
-pub(super) fn reads_back(shown: &str, doc: &Document, new_bytes: &[u8]) -> Result<(), ToolError> {
-    if doc.detected == Detected::GB18030
-        && !new_bytes.is_ascii()
-        && std::str::from_utf8(new_bytes).is_ok()
-    {
-        return Err(ToolError::invalid_input(
-            format!(
-                "{shown} is GB18030, and its bytes after this change would also be valid UTF-8: \
-                 read back, they would be taken as UTF-8, other text than you wrote; nothing was written"
-            ),
-            "convert the file to UTF-8 first (for example `iconv -f GB18030 -t UTF-8`), then make the change",
-        ));
+/// New bytes for a GB18030 file must read back as the text written (`text`, LF
+/// endings; None: not GB18030): bytes that are also valid UTF-8 would be read as UTF-8,
+/// which decoding tries first, and the next edit would write UTF-8 into the file; and a
+/// character GB18030 cannot encode (U+E5E5) would be written as `&#58853;`. Refused,
+/// nothing written. (Both found by the edit fuzz targets.)
+pub(super) fn reads_back(
+    shown: &str,
+    new_bytes: &[u8],
+    text: Option<&str>,
+) -> Result<(), ToolError> {
+    let Some(text) = text else {
+        return Ok(());
+    };
+    if Document::decode(new_bytes).is_ok_and(|back| back.text == text) {
+        return Ok(());
     }
-    Ok(())
+    Err(ToolError::invalid_input(
+        format!(
+            "{shown} is GB18030, and after this change its bytes would not read back as what \
+             you wrote (they would also be valid UTF-8, or the text has a character GB18030 \
+             cannot encode, such as U+E5E5); nothing was written"
+        ),
+        "convert the file to UTF-8 first (for example `iconv -f GB18030 -t UTF-8`), then make the change",
+    ))
+}
+
+/// The text to check with [`reads_back`]: only a GB18030 file's.
+pub(super) fn gb18030_text(doc: &Document, text: &str) -> Option<String> {
+    (doc.detected == Detected::GB18030).then(|| text.to_string())
 }
 
 pub(super) fn store(
