@@ -476,6 +476,36 @@ fn write_overwrite_keeps_encoding_bom_and_endings_when_relaxed() {
     assert!(text(&env).contains("nothing was written"));
 }
 
+/// Found by the multi_edit fuzz target: a GB18030 file edited so that its bytes are
+/// valid UTF-8 would be read back as UTF-8, other text than was written (and the next
+/// edit would mix the encodings): refused, and nothing written.
+#[test]
+fn a_gb18030_change_that_would_read_back_as_utf8_is_refused() {
+    let f = Fixture::new().with_profile("[edit]\nwrite_requires_read = false\n");
+    // 膧 is C4 80 in GB18030, also valid UTF-8 (Ā); 中 (D6 D0) is not valid UTF-8.
+    let before = gb("中\n膧\n");
+    let path = f.write("gb.txt", &before);
+    let env = f.err("edit", &edit_args("gb.txt", "中\n", ""), "invalid_input");
+    assert!(text(&env).contains("GB18030"), "{env}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    f.err(
+        "write",
+        &json!({"file_path": "gb.txt", "content": "膧\n"}).to_string(),
+        "invalid_input",
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // U+E5E5 has no GB18030 bytes (it would be written as `&#58853;`).
+    f.err(
+        "edit",
+        &edit_args("gb.txt", "膧", "\u{e5e5}膧"),
+        "invalid_input",
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // A change that keeps the bytes invalid as UTF-8 is made.
+    f.ok("edit", &edit_args("gb.txt", "膧", "膧膧"));
+    assert_eq!(std::fs::read(&path).unwrap(), gb("中\n膧膧\n"));
+}
+
 #[test]
 fn edit_keeps_the_file_mode() {
     let f = Fixture::new();

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::envelope::{Code, Envelope};
 use super::hints::{recovery_hint, suggest_tools};
 use super::limits::SessionLimits;
-use super::repair::{coerce_arguments, repair};
+use super::repair::{Repair, coerce_arguments, repair};
 use super::tool::{CallContext, ChangeHook, Forwarded, Tool, ToolSpec, panic_message};
 use super::validate::{json_type_name, violations};
 
@@ -131,6 +131,30 @@ impl Registry {
         self.limits.max_chars()
     }
 
+    /// The arguments `dispatch` would run `name` with (coerced, repaired, validated,
+    /// and the repairs made), or the `invalid_input` envelope it would answer; runs
+    /// nothing. For the fuzz targets (fuzz/), which check repair and validation on
+    /// every tool's schema without running a tool.
+    #[doc(hidden)]
+    pub fn check_arguments(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<(Value, Vec<Repair>), Envelope> {
+        let Some(entry) = self.index.get(name).map(|&i| &self.entries[i]) else {
+            return Err(self.unknown_tool(name));
+        };
+        prepare(entry, name, args)
+    }
+
+    /// Whether `value` fits the input schema of tool `name` (None: no such tool). For
+    /// the fuzz targets (fuzz/).
+    #[doc(hidden)]
+    pub fn validates(&self, name: &str, value: &Value) -> Option<bool> {
+        let &i = self.index.get(name)?;
+        Some(self.entries[i].validator.is_valid(value))
+    }
+
     /// The specs with each description asked of its tool again: descriptions that
     /// state a limit follow the limits fitted to the client.
     pub fn described_specs(&self) -> Vec<ToolSpec> {
@@ -165,35 +189,9 @@ impl Registry {
         let Some(entry) = self.index.get(name).map(|&i| &self.entries[i]) else {
             return self.unknown_tool(name);
         };
-        let (mut map, mut repairs) = match coerce_arguments(args) {
+        let (input, repairs) = match prepare(entry, name, args) {
             Ok(ok) => ok,
-            Err(other) => {
-                return Envelope::error(
-                    Code::InvalidInput,
-                    &format!(
-                        "arguments for {name} must be a JSON object, got {}",
-                        json_type_name(&other)
-                    ),
-                    &format!(
-                        "send an object; {name} takes: {}",
-                        super::hints::field_summary(&entry.spec.input_schema)
-                    ),
-                    json!({"tool": name}),
-                );
-            }
-        };
-        if !entry.has_description_field {
-            map.remove("description");
-        }
-        let original = Value::Object(map);
-        let (repaired, schema_repairs) = repair(&entry.spec.input_schema, &original);
-        let input = if !schema_repairs.is_empty() && entry.validator.is_valid(&repaired) {
-            repairs.extend(schema_repairs);
-            repaired
-        } else if entry.validator.is_valid(&original) {
-            original
-        } else {
-            return invalid_input(entry, &original);
+            Err(envelope) => return envelope,
         };
 
         let hook = self.change_hook.clone().and_then(|hook| {
@@ -283,6 +281,42 @@ impl Registry {
             &next,
             json!({"suggestions": suggestions, "tools": names}),
         )
+    }
+}
+
+/// Coerce, repair and validate a call's arguments: the input to run the tool with and
+/// the repairs made, or the envelope that refuses them. A repaired input is kept only if
+/// it validates; otherwise the original is validated and reported as is.
+fn prepare(entry: &Entry, name: &str, args: Value) -> Result<(Value, Vec<Repair>), Envelope> {
+    let (mut map, mut repairs) = match coerce_arguments(args) {
+        Ok(ok) => ok,
+        Err(other) => {
+            return Err(Envelope::error(
+                Code::InvalidInput,
+                &format!(
+                    "arguments for {name} must be a JSON object, got {}",
+                    json_type_name(&other)
+                ),
+                &format!(
+                    "send an object; {name} takes: {}",
+                    super::hints::field_summary(&entry.spec.input_schema)
+                ),
+                json!({"tool": name}),
+            ));
+        }
+    };
+    if !entry.has_description_field {
+        map.remove("description");
+    }
+    let original = Value::Object(map);
+    let (repaired, schema_repairs) = repair(&entry.spec.input_schema, &original);
+    if !schema_repairs.is_empty() && entry.validator.is_valid(&repaired) {
+        repairs.extend(schema_repairs);
+        Ok((repaired, repairs))
+    } else if entry.validator.is_valid(&original) {
+        Ok((original, repairs))
+    } else {
+        Err(invalid_input(entry, &original))
     }
 }
 

@@ -184,6 +184,15 @@ impl Document {
                 .or_else(|| old_range.end.checked_sub(1).and_then(old_ending))
                 .or_else(|| old_ending(old_range.end))
                 .unwrap_or(dominant);
+                // An empty line ending in LF right after a CR would be read back as one
+                // CRLF, and the line lost: it ends in CRLF instead (a CR would merge with
+                // the next empty LF line in turn).
+                let ending =
+                    if content.is_empty() && ending == Ending::Lf && previous == Some(Ending::Cr) {
+                        Ending::Crlf
+                    } else {
+                        ending
+                    };
                 out.push_str(content);
                 out.push_str(ending.as_str());
                 previous = Some(ending);
@@ -211,7 +220,8 @@ impl Document {
             return out;
         }
         if enc == GB18030 {
-            // GB18030 maps every Unicode scalar value, so this never substitutes.
+            // GB18030 maps every Unicode scalar value but U+E5E5 (WHATWG), which
+            // encoding_rs writes as `&#58853;`: the edit tools refuse such a text.
             let (bytes, _, _) = GB18030.encode(text);
             return bytes.into_owned();
         }
@@ -333,6 +343,31 @@ mod tests {
             bytes,
             "unchanged text gives the same bytes"
         );
+    }
+
+    /// Found by the multi_edit fuzz target: in a file mixing CR and LF endings, a line
+    /// emptied by an edit kept its LF right after the CR of the line before, and the two
+    /// were read back as one CRLF: the line was lost.
+    #[test]
+    fn an_emptied_line_after_a_cr_line_is_not_merged_into_a_crlf() {
+        for (file, new) in [
+            ("a\rab\n", "a\n\n"),
+            ("a\rb\nab\n", "a\n\nab\n"),
+            ("x\n\ry\rab\nz\n", "x\n\ny\n\nz\n"),
+            ("a\rab\n\n\nb\n", "a\n\n\n\nb\n"),
+        ] {
+            let doc = Document::decode(file.as_bytes()).unwrap();
+            let bytes = doc.to_bytes(new);
+            let back = Document::decode(&bytes).unwrap();
+            assert_eq!(back.text, new, "{file:?} edited to {new:?} wrote {bytes:?}");
+            // Only the emptied line's ending changed: the CR lines keep theirs.
+            let crs = file.matches('\r').count();
+            assert_eq!(
+                bytes.iter().filter(|&&b| b == b'\r').count(),
+                crs + 1,
+                "{bytes:?}"
+            );
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::text::{diff, normalize_input};
 use crate::tools::Env;
 use crate::tools::common::guarded;
 
-use super::file::{Loaded, load, store, too_large};
+use super::file::{Loaded, gb18030_text, load, reads_back, store, too_large};
 use super::outcome::{failure, repairs_for};
 use super::{SUMMARY_RESERVE, plural, style_name};
 
@@ -105,7 +105,9 @@ fn apply_steps(
     let (diff_text, stats) =
         diff::unified_changed(&loaded.doc.text, &text, &changes, &shown, budget);
     let diffed_at = Instant::now();
+    let check = gb18030_text(&loaded.doc, &text);
     let new_bytes = loaded.doc.into_bytes(text, &changes);
+    reads_back(&shown, &new_bytes, check.as_deref())?;
     let max = env.profile.edit.max_file_bytes;
     if new_bytes.len() as u64 > max {
         return Err(too_large(&shown, new_bytes.len() as u64, max));

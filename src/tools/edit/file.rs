@@ -5,7 +5,7 @@
 use crate::core::{Code, ToolError};
 use crate::guard::Allowed;
 use crate::mutation::{CommitError, Expect, Fingerprint, Freshness, commit};
-use crate::text::{DecodeError, Document};
+use crate::text::{DecodeError, Detected, Document};
 use crate::tools::Env;
 use crate::tools::common::{human_size, io_error};
 
@@ -115,6 +115,37 @@ pub(super) fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
 
 /// Commit `new_bytes` where `expect` holds, and remember them as seen (their hash is
 /// computed in the background).
+/// New bytes for a GB18030 file must read back as the text written (`text`, LF
+/// endings; None: not GB18030): bytes that are also valid UTF-8 would be read as UTF-8,
+/// which decoding tries first, and the next edit would write UTF-8 into the file; and a
+/// character GB18030 cannot encode (U+E5E5) would be written as `&#58853;`. Refused,
+/// nothing written. (Both found by the edit fuzz targets.)
+pub(super) fn reads_back(
+    shown: &str,
+    new_bytes: &[u8],
+    text: Option<&str>,
+) -> Result<(), ToolError> {
+    let Some(text) = text else {
+        return Ok(());
+    };
+    if Document::decode(new_bytes).is_ok_and(|back| back.text == text) {
+        return Ok(());
+    }
+    Err(ToolError::invalid_input(
+        format!(
+            "{shown} is GB18030, and after this change its bytes would not read back as what \
+             you wrote (they would also be valid UTF-8, or the text has a character GB18030 \
+             cannot encode, such as U+E5E5); nothing was written"
+        ),
+        "convert the file to UTF-8 first (for example `iconv -f GB18030 -t UTF-8`), then make the change",
+    ))
+}
+
+/// The text to check with [`reads_back`]: only a GB18030 file's.
+pub(super) fn gb18030_text(doc: &Document, text: &str) -> Option<String> {
+    (doc.detected == Detected::GB18030).then(|| text.to_string())
+}
+
 pub(super) fn store(
     env: &Env,
     allowed: &Allowed,

@@ -16,7 +16,7 @@ use crate::text::{Document, Ending, diff, normalize_input};
 use crate::tools::Env;
 use crate::tools::common::{args, guarded, io_error};
 
-use super::file::{Loaded, load, store, too_large};
+use super::file::{Loaded, gb18030_text, load, reads_back, store, too_large};
 use super::{SUMMARY_RESERVE, plural, style_name};
 
 pub(crate) struct Write {
@@ -172,6 +172,11 @@ impl Write {
             ));
         }
         let new_bytes = loaded.doc.to_bytes(content);
+        reads_back(
+            &shown,
+            &new_bytes,
+            gb18030_text(&loaded.doc, content).as_deref(),
+        )?;
         let bytes_after = new_bytes.len();
         store(
             env,

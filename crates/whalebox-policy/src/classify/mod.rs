@@ -510,6 +510,54 @@ fn plain_words(line: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// The first of `args` that is one of the options `shorts` (single letters: `-o`, also
+/// inside a cluster or with its value attached, `-uo`, `-ofile`) or `longs` (names
+/// without dashes: `--output`, `--output=f`, and any abbreviation, `--outp=f`, which
+/// getopt_long and git accept). Conservative: a letter inside another option's
+/// attached value counts too.
+fn find_option(args: &[String], shorts: &str, longs: &[&str]) -> Option<String> {
+    args.iter()
+        .find(|a| {
+            if let Some(long) = a.strip_prefix("--") {
+                let name = long.split('=').next().unwrap_or_default();
+                !name.is_empty() && longs.iter().any(|l| l.starts_with(name))
+            } else if let Some(cluster) = a.strip_prefix('-') {
+                cluster.chars().any(|c| shorts.contains(c))
+            } else {
+                false
+            }
+        })
+        .cloned()
+}
+
+/// xxd's operands (`xxd [options] [infile [outfile]]`), the values of its options skipped.
+fn xxd_operands(args: &[String]) -> usize {
+    const VALUED: &[&str] = &[
+        "-c",
+        "-cols",
+        "-g",
+        "-groupsize",
+        "-l",
+        "-len",
+        "-o",
+        "-offset",
+        "-s",
+        "-seek",
+        "-n",
+        "-name",
+    ];
+    let mut n = 0;
+    let mut args = args.iter();
+    while let Some(a) = args.next() {
+        if VALUED.contains(&a.as_str()) {
+            args.next();
+        } else if a == "-" || !a.starts_with('-') {
+            n += 1;
+        }
+    }
+    n
+}
+
 fn arguments_read_only(prog: &str, args: &[String]) -> Result<(), String> {
     let flag = |names: &[&str]| {
         args.iter()
@@ -528,29 +576,66 @@ fn arguments_read_only(prog: &str, args: &[String]) -> Result<(), String> {
             Some(f) => Err(format!("find {f} runs or writes")),
             None => Ok(()),
         },
-        "fd" => match flag(&["-x", "--exec", "-X", "--exec-batch"]) {
+        "fd" => match find_option(args, "xX", &["exec", "exec-batch"]) {
             Some(f) => Err(format!("fd {f} runs commands")),
             None => Ok(()),
         },
-        "sort" => match flag(&["-o", "--output"]) {
-            Some(f) => Err(format!("sort {f} writes a file")),
+        "sort" => match find_option(args, "o", &["output", "compress-program"]) {
+            Some(f) => Err(format!("sort {f} writes a file or runs a program")),
             None => Ok(()),
         },
         "rg" => match flag(&["--pre"]) {
             Some(f) => Err(format!("rg {f} runs a program")),
             None => Ok(()),
         },
-        "date" => match flag(&["-s", "--set"]) {
+        "date" => match find_option(args, "s", &["set"]) {
             Some(f) => Err(format!("date {f} sets the clock")),
             None => Ok(()),
         },
-        "hostname" if args.iter().any(|a| !a.starts_with('-')) => {
-            Err("hostname NAME sets the host name".into())
+        "tree" => match find_option(args, "oR", &[]) {
+            Some(f) => Err(format!("tree {f} writes files")),
+            None => Ok(()),
+        },
+        "file" => match find_option(args, "C", &["compile"]) {
+            Some(f) => Err(format!("file {f} writes a compiled magic file")),
+            None => Ok(()),
+        },
+        "xxd" if xxd_operands(args) > 1 => Err("xxd INFILE OUTFILE writes a file".into()),
+        // Only the options that print: a NAME, `-F FILE` (`-` is stdin), `-b` … set it.
+        "hostname"
+            if args.iter().any(|a| {
+                ![
+                    "-s",
+                    "--short",
+                    "-f",
+                    "--fqdn",
+                    "--long",
+                    "-d",
+                    "--domain",
+                    "-i",
+                    "--ip-address",
+                    "-I",
+                    "--all-ip-addresses",
+                    "-a",
+                    "--alias",
+                    "-A",
+                    "--all-fqdns",
+                ]
+                .contains(&a.as_str())
+            }) =>
+        {
+            Err("hostname with a name, a file or other options sets the host name".into())
         }
         "env" | "printenv" if !args.is_empty() && prog == "env" => {
             Err("env with arguments runs a program".into())
         }
-        "uniq" if args.iter().filter(|a| !a.starts_with('-')).count() > 1 => {
+        "uniq"
+            if args
+                .iter()
+                .filter(|a| *a == "-" || !a.starts_with('-'))
+                .count()
+                > 1 =>
+        {
             Err("uniq INPUT OUTPUT writes a file".into())
         }
         "git" => git_read_only(args),
@@ -567,26 +652,29 @@ fn git_read_only(args: &[String]) -> Result<(), String> {
     let Some((sub, rest)) = args.split_first() else {
         return Ok(());
     };
+    // git takes abbreviated long options (`--outp=f` is `--output=f`); `-O` is `git grep
+    // --open-files-in-pager`, which runs the pager named.
     let risky = [
-        "-c",
-        "--output",
-        "-o",
-        "--ext-diff",
-        "--textconv",
-        "--exec",
-        "--upload-pack",
+        "output",
+        "ext-diff",
+        "textconv",
+        "exec",
+        "upload-pack",
+        "open-files-in-pager",
     ];
-    if let Some(f) = rest.iter().find(|a| {
-        risky
-            .iter()
-            .any(|r| *a == r || a.starts_with(&format!("{r}=")))
-    }) {
+    if let Some(f) = rest
+        .iter()
+        .find(|a| *a == "-c" || *a == "-o")
+        .cloned()
+        .or_else(|| find_option(rest, "O", &risky))
+    {
         return Err(format!("git {sub} {f} may write or run programs"));
     }
     match sub.as_str() {
         "status" | "log" | "diff" | "show" | "blame" | "rev-parse" | "ls-files" | "shortlog"
         | "describe" | "grep" | "cat-file" | "ls-tree" => Ok(()),
-        "branch" | "tag" | "remote" | "stash" if rest.is_empty() => Ok(()),
+        // Alone, these list; `git stash` alone is `git stash push`, which writes.
+        "branch" | "tag" | "remote" if rest.is_empty() => Ok(()),
         "stash" if rest.first().is_some_and(|a| a == "list") => Ok(()),
         _ => Err(format!("git {sub} is not on the read-only list")),
     }

@@ -55,6 +55,67 @@ fn the_read_only_table() {
     }
 }
 
+/// Writers the read_only fuzz target (fuzz/fuzz_targets/readonly_classifier.rs) found
+/// classified read-only: options in clusters, with attached values or abbreviated, and
+/// programs whose plain operands write.
+#[test]
+fn fuzz_found_writers_are_not_read_only() {
+    for c in [
+        "tree -oF",
+        "tree -o out.txt",
+        "tree -R -H .",
+        "sort -oout.txt in.txt",
+        "sort -uo out.txt in.txt",
+        "sort --outp=out.txt in.txt",
+        "sort --out out.txt in.txt",
+        "sort --compress-program=sh in.txt",
+        "date -snow",
+        "date --se=now",
+        "xxd in.txt out.txt",
+        "xxd -r in.txt out.txt",
+        "file -C -m magic",
+        "file --compile -m magic",
+        "fd -xrm",
+        "fd -Hx rm",
+        "git stash",
+        "git grep -O x",
+        "git grep -Ovim x",
+        "git grep --open-files-in-pager=vim x",
+        "git grep --open-files x",
+        "git diff --outp=out.txt",
+        "git log --ext-d",
+        "hostname -F -",
+        "hostname -F /etc/hostname",
+        "hostname -b name",
+        "uniq - out.txt",
+    ] {
+        assert!(
+            matches!(read_only(c), ReadOnly::CannotTell { .. }),
+            "{c} must not be read-only"
+        );
+    }
+    // What stays read-only.
+    for c in [
+        "sort -u in.txt",
+        "sort -n -k2 in.txt",
+        "date -u",
+        "tree -L 2",
+        "xxd in.txt",
+        "xxd -c 16 in.txt",
+        "file README.md",
+        "fd -H name",
+        "git stash list",
+        "git grep -n x",
+        "git log --oneline",
+        "git diff --stat",
+        "hostname",
+        "hostname -f",
+        "uniq -c in.txt",
+    ] {
+        assert_eq!(read_only(c), ReadOnly::Yes, "{c}");
+    }
+}
+
 #[test]
 fn terminals_are_picked_for_what_needs_them() {
     for c in [
