@@ -106,18 +106,19 @@ def faultfs(tmp_path_factory):
 
 
 class Whalebox:
-    """`whalebox call` on a workspace inside the fault file system."""
+    """`whalebox call` on the workspace `ws` (made afresh), its profile and HOME in
+    `config`, the todo file in the workspace, checkpoints on or off."""
 
-    def __init__(self, whalebox_bin: str, fs: FaultFs, name: str, checkpoints: bool):
+    def __init__(self, whalebox_bin: str, ws: pathlib.Path, config: pathlib.Path, checkpoints=False, store=None):
         self.bin = whalebox_bin
-        self.ws = fs.mount / name
+        self.ws = ws
         if self.ws.exists():
             shutil.rmtree(self.ws)
         self.ws.mkdir()
-        self.home = fs.control / f"home-{name}"
+        self.home = config / f"home-{ws.name}"
         self.home.mkdir(exist_ok=True)
-        self.store = fs.mount / f"store-{name}"
-        self.profile = fs.control / f"{name}.toml"
+        self.store = store or config / f"store-{ws.name}"
+        self.profile = config / f"{ws.name}.toml"
         lines = [
             f'workspace = "{self.ws}"',
             "[todo]",
@@ -127,6 +128,11 @@ class Whalebox:
             f'dir = "{self.store}"',
         ]
         self.profile.write_text("\n".join(lines) + "\n")
+
+    @classmethod
+    def on(cls, whalebox_bin: str, fs: FaultFs, name: str, checkpoints: bool):
+        """A workspace inside the fault file system, its checkpoint store there too."""
+        return cls(whalebox_bin, fs.mount / name, fs.control, checkpoints, store=fs.mount / f"store-{name}")
 
     def call(self, tool: str, args: dict, prefix=()):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WHALEBOX_", "XDG_"))}
@@ -214,7 +220,7 @@ def leftovers_of(expect_names):
 
 
 def test_edit_multi_edit_and_write_keep_old_or_new_at_every_failed_step(faultfs, whalebox_bin):
-    wb = Whalebox(whalebox_bin, faultfs, "edits", checkpoints=False)
+    wb = Whalebox.on(whalebox_bin, faultfs, "edits", checkpoints=False)
     f = wb.ws / "f.txt"
 
     def prepare():
@@ -285,7 +291,7 @@ def test_edit_multi_edit_and_write_keep_old_or_new_at_every_failed_step(faultfs,
 
 
 def test_the_todo_file_keeps_old_or_new_at_every_failed_step(faultfs, whalebox_bin):
-    wb = Whalebox(whalebox_bin, faultfs, "todo", checkpoints=False)
+    wb = Whalebox.on(whalebox_bin, faultfs, "todo", checkpoints=False)
     todo = wb.ws / "todo.json"
     wb.call("todo_add", {"content": "first"})
     before = todo.read_text()
@@ -316,7 +322,7 @@ def test_a_checkpoint_restore_keeps_old_or_new_at_every_failed_step(faultfs, wha
     """A restore puts f.txt back from NEW to OLD. Failed midway, it is finished by the
     next use of the store; each file is old or new after the run, and restored after
     that next use once the fault is gone."""
-    wb = Whalebox(whalebox_bin, faultfs, "restore", checkpoints=True)
+    wb = Whalebox.on(whalebox_bin, faultfs, "restore", checkpoints=True)
     f = wb.ws / "f.txt"
     g = wb.ws / "g.txt"
     target = {}
@@ -390,6 +396,14 @@ def fill(directory: pathlib.Path):
         os.close(fd)
 
 
+def seeded(whalebox_bin: str, mnt: pathlib.Path, config: pathlib.Path) -> Whalebox:
+    """A workspace on the file system mounted at `mnt`: f.txt and a todo list of one."""
+    wb = Whalebox(whalebox_bin, mnt / "ws", config)
+    (wb.ws / "f.txt").write_text(OLD)
+    assert wb.call("todo_add", {"content": "first"})[1]["ok"]
+    return wb
+
+
 def check_full(wb, prefix=()):
     """Every writing tool answers disk_full on a full disk and changes nothing."""
     f = wb.ws / "f.txt"
@@ -416,18 +430,7 @@ def test_a_tmpfs_full_to_the_byte_answers_disk_full(tmp_path, whalebox_bin):
     mnt = tmp_path / "full"
     small_tmpfs(mnt, "size=1m")
     try:
-        wb = Whalebox.__new__(Whalebox)
-        wb.bin = whalebox_bin
-        wb.ws = mnt / "ws"
-        wb.ws.mkdir()
-        wb.home = tmp_path / "home"
-        wb.home.mkdir()
-        wb.profile = tmp_path / "p.toml"
-        wb.profile.write_text(
-            f'workspace = "{wb.ws}"\n[todo]\nfile = "{wb.ws / "todo.json"}"\n[checkpoints]\nmode = "off"\n'
-        )
-        (wb.ws / "f.txt").write_text(OLD)
-        assert wb.call("todo_add", {"content": "first"})[1]["ok"]
+        wb = seeded(whalebox_bin, mnt, tmp_path)
         fill(wb.ws)
         check_full(wb)
         (wb.ws / "filler").unlink()
@@ -448,18 +451,7 @@ def test_a_used_up_quota_answers_disk_full(tmp_path, whalebox_bin):
     try:
         # Root has CAP_SYS_RESOURCE, which passes any quota: whalebox runs without it.
         no_resource = ["setpriv", "--inh-caps=-sys_resource", "--bounding-set=-sys_resource"]
-        wb = Whalebox.__new__(Whalebox)
-        wb.bin = whalebox_bin
-        wb.ws = mnt / "ws"
-        wb.ws.mkdir()
-        wb.home = tmp_path / "home"
-        wb.home.mkdir()
-        wb.profile = tmp_path / "p.toml"
-        wb.profile.write_text(
-            f'workspace = "{wb.ws}"\n[todo]\nfile = "{wb.ws / "todo.json"}"\n[checkpoints]\nmode = "off"\n'
-        )
-        (wb.ws / "f.txt").write_text(OLD)
-        assert wb.call("todo_add", {"content": "first"})[1]["ok"]
+        wb = seeded(whalebox_bin, mnt, tmp_path)
         fill_as = subprocess.run(
             [*no_resource, sys.executable, "-c", f"import sys; sys.path.insert(0, {str(HERE)!r}); "
              f"import pathlib, test_faults; test_faults.fill(pathlib.Path({str(wb.ws)!r}))"],
