@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -51,6 +51,8 @@ pub struct Front {
     max_body_bytes: usize,
     request_timeout: Duration,
     draining: AtomicBool,
+    /// POSTs to `/mcp` whose answer is not yet sent whole (see [`Front::answers_unsent`]).
+    answers: Arc<AtomicUsize>,
 }
 
 impl Front {
@@ -71,6 +73,7 @@ impl Front {
             max_body_bytes: settings.max_body_bytes,
             request_timeout: settings.request_timeout,
             draining: AtomicBool::new(false),
+            answers: Arc::default(),
         }
     }
 
@@ -83,6 +86,13 @@ impl Front {
     /// The server is stopping: `/readyz` says so, so load balancers send no more.
     pub fn drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// POSTs to `/mcp` whose response body has not been sent to its end. A call's
+    /// result reaches its stream after the call ends, so a stopping server waits for
+    /// these too before it closes the sessions (and with them the streams).
+    pub fn answers_unsent(&self) -> usize {
+        self.answers.load(Ordering::SeqCst)
     }
 
     pub async fn handle<B>(&self, request: Request<B>) -> Response<Body>
@@ -157,9 +167,22 @@ impl Front {
             }
         };
         parts.extensions.insert(principal);
-        self.endpoint
+        let unsent = (parts.method == Method::POST).then(|| Unsent::count(&self.answers));
+        let response = self
+            .endpoint
             .handle(Request::from_parts(parts, Full::new(bytes)))
-            .await
+            .await;
+        match unsent {
+            // The count drops with the body: sent to its end, or the client gone.
+            Some(unsent) => response.map(|body| {
+                body.map_frame(move |frame| {
+                    let _ = &unsent;
+                    frame
+                })
+                .boxed()
+            }),
+            None => response,
+        }
     }
 
     fn ready(&self) -> Response<Body> {
@@ -195,6 +218,22 @@ impl Front {
             header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
         );
         response
+    }
+}
+
+/// One answer counted in [`Front::answers_unsent`] until dropped.
+struct Unsent(Arc<AtomicUsize>);
+
+impl Unsent {
+    fn count(answers: &Arc<AtomicUsize>) -> Unsent {
+        answers.fetch_add(1, Ordering::SeqCst);
+        Unsent(Arc::clone(answers))
+    }
+}
+
+impl Drop for Unsent {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -242,4 +281,67 @@ fn json_body(status: StatusCode, value: &Value) -> Response<Body> {
         header::HeaderValue::from_static("application/json"),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Echo;
+
+    impl Endpoint for Echo {
+        fn handle(
+            &self,
+            _request: Request<Full<Bytes>>,
+        ) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>> {
+            Box::pin(async { Response::new(full("{\"result\":{}}")) })
+        }
+    }
+
+    async fn front() -> Front {
+        let settings = HttpSettings::default();
+        let auth = Authenticator::load(&settings).await.unwrap();
+        Front::new(
+            &settings,
+            auth,
+            Arc::new(Metrics::new()),
+            Arc::new(Echo),
+            || Ready {
+                ok: true,
+                detail: json!({}),
+            },
+        )
+    }
+
+    fn request(method: Method) -> Request<Full<Bytes>> {
+        Request::builder()
+            .method(method)
+            .uri("/mcp")
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_post_is_unsent_until_its_body_is_read_to_the_end_or_dropped() {
+        let front = front().await;
+        let read = front.handle(request(Method::POST)).await;
+        let dropped = front.handle(request(Method::POST)).await;
+        assert_eq!(front.answers_unsent(), 2);
+        let body = read.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            &body[..],
+            b"{\"result\":{}}",
+            "the body passes through unchanged"
+        );
+        assert_eq!(front.answers_unsent(), 1);
+        drop(dropped);
+        assert_eq!(front.answers_unsent(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_event_stream_opened_by_get_is_not_waited_for() {
+        let front = front().await;
+        let _stream = front.handle(request(Method::GET)).await;
+        assert_eq!(front.answers_unsent(), 0);
+    }
 }

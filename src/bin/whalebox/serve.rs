@@ -132,7 +132,10 @@ pub(crate) async fn serve_http(registry: Registry, env: Arc<Env>, addr: String) 
     front.drain();
     let _ = stop_accepting.send(());
     let deadline = tokio::time::Instant::now() + grace;
-    while metrics.calls_in_flight() > 0 && tokio::time::Instant::now() < deadline {
+    // A call's result reaches its stream just after the call ends: wait for both.
+    while (metrics.calls_in_flight() > 0 || front.answers_unsent() > 0)
+        && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let left = metrics.calls_in_flight();
