@@ -390,39 +390,63 @@ fn a_task_that_cannot_join_its_cgroup_does_not_run() {
     }
 }
 
+/// Runs `whalebox ARGS` with `ulimit -n` at `limit` (soft and hard).
+fn with_open_files(f: &Fixture, limit: u64, args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = f.command(args);
+    unsafe {
+        cmd.pre_exec(move || {
+            let rlim = nix::libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if nix::libc::setrlimit(nix::libc::RLIMIT_NOFILE, &rlim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+/// Under a `ulimit -n` too small to start with, whalebox says so and how to fix it (it
+/// panicked in the async runtime's signal set-up).
+#[test]
+fn too_few_descriptors_to_start_is_a_usage_error_that_names_the_limit() {
+    let f = Fixture::new();
+    for args in [&["serve"][..], &["tools"][..]] {
+        let out = with_open_files(&f, 8, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("8 open files allowed (ulimit -n)")
+                && stderr.contains("ulimit -n 1024")
+                && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 /// whalebox itself out of file descriptors (its own `ulimit -n` used up): starting a
 /// command is `out_of_resources` with a next step, not `internal` (issue 28; it was
 /// "this is a whalebox bug").
 #[test]
 fn whalebox_out_of_descriptors_answers_out_of_resources() {
-    use std::os::unix::process::CommandExt;
     let f = Fixture::new();
     let ws = f.ws.to_str().unwrap().to_string();
     let mut answered = None;
     // The fewest descriptors whalebox starts with varies with what the profile turns on:
     // find a limit under which it serves the call but cannot start the command.
     for limit in 10..40u64 {
-        let mut cmd = f.command(&[
+        let args = [
             "call",
             "shell_run",
             "--workspace",
             &ws,
             "--args",
             r#"{"command": "echo hi"}"#,
-        ]);
-        unsafe {
-            cmd.pre_exec(move || {
-                let rlim = nix::libc::rlimit {
-                    rlim_cur: limit,
-                    rlim_max: limit,
-                };
-                if nix::libc::setrlimit(nix::libc::RLIMIT_NOFILE, &rlim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let out = cmd.output().unwrap();
+        ];
+        let out = with_open_files(&f, limit, &args);
         let Ok(envelope) = serde_json::from_slice::<Value>(&out.stdout) else {
             continue;
         };

@@ -9,7 +9,6 @@
 //! - otherwise nobody can be asked, and the tool says so.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,11 +131,10 @@ fn elicit_params(form: &Form) -> Option<ElicitRequestParams> {
 impl Questions {
     pub fn new() -> Questions {
         let mut key = [0u8; 32];
-        if let Err(e) = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key))
-        {
+        if let Err(e) = getrandom::fill(&mut key) {
             // Without randomness no state could be trusted: refuse to start rather than
             // seal with a guessable key.
-            panic!("cannot read /dev/urandom for the request-state key: {e}");
+            panic!("cannot draw the request-state key from the kernel: {e}");
         }
         Questions {
             codec: RequestStateCodec::try_new(key.to_vec())

@@ -321,6 +321,10 @@ fn main() -> ExitCode {
         _ => {}
     }
     let cli = Cli::parse();
+    if let Err(message) = enough_descriptors() {
+        eprintln!("whalebox: {message}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     let (serving, format) = match &cli.command {
         Command::Serve { log_format, .. } => (true, *log_format),
         _ => (false, LogFormat::Text),
@@ -331,6 +335,23 @@ fn main() -> ExitCode {
     // gone with the task).
     whalebox::guard::limits::cgroup::Cgroups::release();
     code
+}
+
+/// Fewer open files than this and start-up itself fails (the async runtime's signal
+/// pipe, the logs, the sandbox's probes), some of it by panicking.
+const FEWEST_DESCRIPTORS: u64 = 16;
+
+/// Refuse to start, saying why, under a `ulimit -n` too small to start with.
+fn enough_descriptors() -> Result<(), String> {
+    let (soft, _hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_err(|e| format!("cannot read the open-file limit: {e}"))?;
+    if soft < FEWEST_DESCRIPTORS {
+        return Err(format!(
+            "{soft} open files allowed (ulimit -n); whalebox needs at least \
+             {FEWEST_DESCRIPTORS} to start: raise the limit (ulimit -n 1024) and start it again"
+        ));
+    }
+    Ok(())
 }
 
 fn main_command(command: Command) -> ExitCode {
