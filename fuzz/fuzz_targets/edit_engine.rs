@@ -181,47 +181,25 @@ fn check(u: &mut Unstructured) -> Result<()> {
         "the edit removed untouched lines: {before} + {after} of {}",
         new_lines.len()
     );
-    let blank = |l: &str| l.trim_end_matches(['\r', '\n']).is_empty();
-    let mut before = before;
-    while before > 0 && blank(old_lines[before - 1]) && blank(new_lines[before - 1]) {
-        before -= 1;
-    }
-    // In a file of mixed endings, an unchanged line next to the change may take the
-    // ending of an identical line the change removed beside it (the line alignment
-    // cannot tell identical lines apart; the text is the same): open, see
-    // docs/src/fuzzing.md. There the lines around the change are compared without
-    // their endings.
-    let mixed = doc.style() == Style::Mixed;
-    let strip = |ls: &[&str]| -> Vec<String> {
-        ls.iter()
-            .map(|l| {
-                if mixed {
-                    l.trim_end_matches(['\r', '\n']).to_string()
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect()
-    };
+    // Every line outside the change keeps its bytes, its line break included.
     assert_eq!(
-        strip(&old_lines[..before]),
-        strip(&new_lines[..before]),
+        &old_lines[..before],
+        &new_lines[..before],
         "a line before the edit changed: file {bytes:?}, search {search:?}, replace {replace:?}, all {replace_all}, level {:?}",
         outcome.level
     );
-    // Empty lines (only a line break) next to the change may take the endings of the
-    // empty lines the change removed beside them (the line alignment cannot tell two empty
-    // lines apart; the text is the same): open, see docs/src/fuzzing.md. And an empty
-    // LF line brought right after a CR line ends in CRLF (Document::restore_endings),
-    // or the two would read back as one CRLF.
     let (old_after, new_after) = (old_lines.len() - after, new_lines.len() - after);
-    let mut skip = 0;
-    while skip < after && blank(old_lines[old_after + skip]) && blank(new_lines[new_after + skip]) {
-        skip += 1;
-    }
+    // But an empty LF line brought right after a CR line ends in CRLF
+    // (Document::restore_endings), or the two would read back as one CRLF.
+    let merged = after > 0
+        && old_lines[old_after] == "\n"
+        && new_lines[new_after] == "\r\n"
+        && new_after > 0
+        && new_lines[new_after - 1].ends_with('\r');
+    let skip = usize::from(merged);
     assert_eq!(
-        strip(&old_lines[old_after + skip..]),
-        strip(&new_lines[new_after + skip..]),
+        &old_lines[old_after + skip..],
+        &new_lines[new_after + skip..],
         "a line after the edit changed: file {bytes:?}, search {search:?}, replace {replace:?}, all {replace_all}, level {:?}, changes {:?}",
         outcome.level,
         edited.changes

@@ -154,6 +154,9 @@ impl Document {
     }
 
     fn restore_mixed(&self, new: &str, changes: &[Change], per_line: &[Ending]) -> String {
+        // A line break outside every change is the old one, moved: it keeps its ending.
+        let kept = kept_line_breaks(&self.text, new, changes, per_line);
+        // The line diff only chooses for line breaks the changes wrote.
         let aligned = align_changed(&self.text, new, changes, 0);
         // The new text's lines, consumed in order as the script walks them.
         let mut new_lines = Lines { rest: new };
@@ -171,7 +174,9 @@ impl Document {
                     continue;
                 };
                 let positional = old_range.start + k;
-                let ending = if equal {
+                let ending = if let Some(old) = kept[new_range.start + k] {
+                    Some(old)
+                } else if equal {
                     old_ending(positional)
                 } else if positional < old_range.end {
                     // A changed line takes the ending of the old line in its place …
@@ -250,6 +255,36 @@ impl Document {
             restored => self.encode(&restored),
         }
     }
+}
+
+/// For each line of `new`, the ending of the old line break that ends it when that break
+/// lies outside every change (the old one, moved by the changes before it); None for a
+/// break a change wrote, and for a last line without one. `changes` are in order.
+fn kept_line_breaks(
+    old: &str,
+    new: &str,
+    changes: &[Change],
+    per_line: &[Ending],
+) -> Vec<Option<Ending>> {
+    let (ob, nb) = (old.as_bytes(), new.as_bytes());
+    let mut kept = Vec::with_capacity(per_line.len() + 1);
+    let mut old_break = 0; // old line breaks passed so far
+    let mut new_at = 0;
+    for change in changes {
+        for _ in memchr::memchr_iter(b'\n', &nb[new_at..change.new.start]) {
+            kept.push(per_line.get(old_break).copied());
+            old_break += 1;
+        }
+        old_break += memchr::memchr_iter(b'\n', &ob[change.old.clone()]).count();
+        kept.extend(memchr::memchr_iter(b'\n', &nb[change.new.clone()]).map(|_| None));
+        new_at = change.new.end;
+    }
+    for _ in memchr::memchr_iter(b'\n', &nb[new_at..]) {
+        kept.push(per_line.get(old_break).copied());
+        old_break += 1;
+    }
+    kept.push(None);
+    kept
 }
 
 fn style_of(e: Ending) -> Style {
@@ -368,6 +403,88 @@ mod tests {
                 "{bytes:?}"
             );
         }
+    }
+
+    /// The ending of every line break of `doc`, in order.
+    fn endings_of(doc: &Document) -> Vec<Ending> {
+        match &doc.endings {
+            Endings::Uniform(e) => vec![*e; doc.text.matches('\n').count()],
+            Endings::PerLine(v) => v.clone(),
+        }
+    }
+
+    /// Every line break an edit did not touch keeps its ending, also where the edit
+    /// leaves lines of the same text on either side (a line diff can pair the kept line
+    /// with the removed one and hand it the removed one's ending). Every small file of
+    /// mixed endings, every span replaced by each of a few texts.
+    #[test]
+    fn every_line_break_outside_the_change_keeps_its_ending() {
+        let lines = ["a", "", "b"];
+        let endings = ["\n", "\r\n", "\r"];
+        let mut files = vec![String::new()];
+        for _ in 0..3 {
+            let mut longer = Vec::new();
+            for f in &files {
+                for l in lines {
+                    for e in endings {
+                        longer.push(format!("{f}{l}{e}"));
+                    }
+                }
+            }
+            files.extend(longer);
+        }
+        let mut checked = 0;
+        for file in &files {
+            let doc = Document::decode(file.as_bytes()).unwrap();
+            let Endings::PerLine(old_endings) = &doc.endings else {
+                continue;
+            };
+            let old = doc.text.as_str();
+            for start in 0..=old.len() {
+                for end in start..=old.len() {
+                    for with in ["", "a", "\n", "a\n", "\na"] {
+                        let new = format!("{}{with}{}", &old[..start], &old[end..]);
+                        let change = Change {
+                            old: start..end,
+                            new: start..start + with.len(),
+                        };
+                        let bytes = doc.into_bytes(new.clone(), std::slice::from_ref(&change));
+                        let back = Document::decode(&bytes).unwrap();
+                        assert_eq!(
+                            back.text, new,
+                            "{file:?}: {start}..{end} -> {with:?}: {bytes:?}"
+                        );
+                        let written = endings_of(&back);
+                        // Line breaks before the change, then after it (by their old index).
+                        let before = old[..start].matches('\n').count();
+                        let removed = old[start..end].matches('\n').count();
+                        let added = with.matches('\n').count();
+                        let kept = (0..before).map(|i| (i, i)).chain(
+                            (before + removed..old_endings.len()).map(|i| (i, i - removed + added)),
+                        );
+                        for (was, now) in kept {
+                            let want = old_endings[was];
+                            // An LF line emptied right after a CR line becomes CRLF, or the
+                            // two would be read back as one line break.
+                            let emptied = new.split_inclusive('\n').nth(now) == Some("\n");
+                            let merged = want == Ending::Lf
+                                && written[now] == Ending::Crlf
+                                && emptied
+                                && now > 0
+                                && written[now - 1] == Ending::Cr;
+                            assert!(
+                                written[now] == want || merged,
+                                "{file:?}: {start}..{end} -> {with:?} wrote {bytes:?}: line break {was} \
+                                 was {want:?}, is {:?}",
+                                written[now]
+                            );
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
     }
 
     #[test]
