@@ -220,5 +220,11 @@ mod tests {
         assert_eq!(MachineFault::of(&wrapped).unwrap().code, Code::IoError);
         let nested = io::Error::other(io::Error::from_raw_os_error(nix::libc::ENOSPC));
         assert_eq!(MachineFault::of(&nested).unwrap().code, Code::DiskFull);
+        // The network fence's set-up reports in text (session/network.rs).
+        let fence = io::Error::other(format!(
+            "cannot open the proxy's port: {}",
+            io::Error::from_raw_os_error(nix::libc::EMFILE)
+        ));
+        assert_eq!(MachineFault::of(&fence).unwrap().code, Code::OutOfResources);
     }
 }

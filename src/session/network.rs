@@ -63,8 +63,14 @@ impl Env {
         match fence {
             None => Ok(None),
             Some(f) => {
+                // Out of descriptors (the task's port, the hand-over socket) is the
+                // machine's state, not a bug: the message still carries the errno.
                 let net = f.prepare(command).map_err(|e| {
-                    ToolError::internal(format!("cannot set up the command's network fence: {e}"))
+                    ToolError::io(
+                        "cannot set up the command's network fence",
+                        &std::io::Error::other(e),
+                        "the command was not started",
+                    )
                 })?;
                 Ok(Some((f, net)))
             }
