@@ -189,15 +189,32 @@ fn child_signals() {
 /// task does (making block devices) but puts the supervisor out of the task's ptrace
 /// reach. Where the kernel has no Landlock this does nothing (best effort): the
 /// supervisor being non-dumpable still keeps out every user but root.
+///
+/// Since ABI 2 every ruleset handles REFER (rename and link across directories) even when
+/// it does not say so, and a layer that grants it nowhere makes every such rename fail
+/// with EXDEV: so the whole tree is granted REFER here (`cargo build`'s renames into
+/// `target/`, `os.replace`, `ln a/b/f a/h`). The other layers still decide where a task
+/// may write.
 fn own_domain() {
-    use landlock::{AccessFs, Ruleset, RulesetAttr};
+    use landlock::{AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr};
     // Landlock needs no new privileges of an unprivileged process (the filter does too).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
-    let _ = Ruleset::default()
-        .handle_access(AccessFs::MakeBlock)
-        .and_then(|r| r.create())
-        .and_then(|r| r.restrict_self());
+    let with_refer = PathFd::new("/").ok().map(|root| {
+        Ruleset::default()
+            .handle_access(AccessFs::MakeBlock | AccessFs::Refer)
+            .and_then(|r| r.create())
+            .and_then(|r| r.add_rule(PathBeneath::new(root, AccessFs::Refer)))
+            .and_then(|r| r.restrict_self())
+    });
+    if !matches!(with_refer, Some(Ok(_))) {
+        // Never run the task outside a domain of its own: renames across directories
+        // then fail, but the supervisor stays out of reach.
+        let _ = Ruleset::default()
+            .handle_access(AccessFs::MakeBlock)
+            .and_then(|r| r.create())
+            .and_then(|r| r.restrict_self());
+    }
 }
 
 /// The started root under the notification method, with the filter's listener.
