@@ -53,3 +53,46 @@ fn renames_and_links_across_directories_work_under_the_gate() {
         assert_eq!(names, ["f", "h2"], "{method}");
     }
 }
+
+/// A policy file outside the workspace with the exec boundary off: the network fence
+/// reads its `[[network]]` rules, once read lazily inside the server's fences (which leave
+/// that file out), so every command answered "cannot read the policy". They are read at
+/// start-up now, and a file that does not load stops start-up as the exec policy does.
+#[test]
+fn a_policy_outside_the_workspace_serves_the_network_fence_with_the_boundary_off() {
+    let f = Fixture::new();
+    let policy = f.outside.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\ndefault = \"allow\"\n\n[[network]]\nhosts = [\"blocked.example\"]\ndecision = \"deny\"\njustification = \"tests\"\nmatch = [\"blocked.example\"]\n",
+    )
+    .unwrap();
+    let f = f.with_profile(&format!(
+        "policy = {}\n[shell]\nexec_boundary = \"off\"\n",
+        common::json_path(&policy)
+    ));
+    let env = f.ok("shell_run", r#"{"command": "echo ran"}"#);
+    assert_eq!(env["data"]["exit_code"], 0, "{}", text(&env));
+    assert!(text(&env).contains("ran"), "{}", text(&env));
+
+    std::fs::write(&policy, "version = 1\n[[rule]]\npattern = 3\n").unwrap();
+    let out = f
+        .command(&[
+            "call",
+            "shell_run",
+            "--args",
+            r#"{"command": "echo ran"}"#,
+            "--profile",
+            f.profile.as_ref().unwrap().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        common::code(&out),
+        2,
+        "stdout: {}\nstderr: {said}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(said.contains("policy.toml"), "{said}");
+}

@@ -55,6 +55,11 @@ pub struct Env {
     /// The exec policy (loaded at start when the shell group is on and the boundary
     /// is not off; a policy that does not load stops startup).
     pub policy: Option<Arc<Policy>>,
+    /// The policy's `[[network]]` rules, read at start-up (before the server enters its
+    /// fences, which may leave the policy file out of its reach): from the exec policy,
+    /// or, with the exec boundary off, from the profile's policy file for the network
+    /// fence alone.
+    network_rules: Arc<Vec<crate::policy::NetworkRule>>,
     /// The gated zsh, found on first use (at start-up when Landlock needs its path).
     gated_shell: std::sync::OnceLock<Result<GatedShell, String>>,
     /// The gated zsh and this session's decision server, started on first use.
@@ -204,6 +209,18 @@ impl Env {
         } else {
             None
         };
+        let network_rules = Arc::new(match (&policy, &profile.policy) {
+            (Some(p), _) => p.network.clone(),
+            (None, Some(file))
+                if profile.network.on()
+                    && profile.tools.iter().any(|g| g == "shell" || g == "mcp") =>
+            {
+                Policy::load(file)
+                    .map(|p| p.network)
+                    .map_err(|e| SetupError::Policy(e.0))?
+            }
+            (None, _) => Vec::new(),
+        });
         let tasks = Arc::new(TaskTable::new(Limits {
             max_live: profile.shell.max_tasks,
             max_kept: 64,
@@ -232,6 +249,7 @@ impl Env {
             board,
             session,
             policy,
+            network_rules,
             gated_shell: std::sync::OnceLock::new(),
             gate: std::sync::OnceLock::new(),
             kernel_gate: std::sync::OnceLock::new(),
@@ -291,6 +309,7 @@ impl Env {
             board: Board::new(profile.todo.file.clone()),
             session: self.session,
             policy: self.policy.clone(),
+            network_rules: Arc::clone(&self.network_rules),
             gated_shell: std::sync::OnceLock::new(),
             gate: std::sync::OnceLock::new(),
             kernel_gate: std::sync::OnceLock::new(),

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use crate::core::{Code, ToolError};
 use crate::net::fence::{NetworkFence, TaskNet};
-use crate::policy::Policy;
 
 use super::Env;
 
@@ -28,7 +27,7 @@ impl Env {
                         ),
                         audit_log: self.profile.shell.audit_log.clone(),
                         run_dir: self.private.run.clone(),
-                        policy_rules: self.network_rules()?,
+                        policy_rules: self.network_rules.to_vec(),
                         approvals_file: self.profile.shell.approvals_file.clone(),
                     },
                     enforcement,
@@ -36,16 +35,6 @@ impl Env {
                 .map(|f| f.map(Arc::new))
             })
             .clone()
-    }
-
-    /// The policy's `[[network]]` rules: from the loaded exec policy, or (with the exec
-    /// boundary off) read from the profile's policy file for the network fence alone.
-    fn network_rules(&self) -> Result<Vec<crate::policy::NetworkRule>, String> {
-        match (&self.policy, &self.profile.policy) {
-            (Some(p), _) => Ok(p.network.clone()),
-            (None, Some(file)) => Policy::load(file).map(|p| p.network).map_err(|e| e.0),
-            (None, None) => Ok(Vec::new()),
-        }
     }
 
     /// The network fence's part of a task that is about to start (None: no fence).
