@@ -129,14 +129,17 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
     if let Some(gate) = &exec_gate {
         args.extend(gate.args());
     }
+    if let Some(join) = env.task_join() {
+        args.push(supervisor::JOIN_FLAG.into());
+        args.push(join.into());
+    }
     if let Some((_, net)) = &network {
-        if let Some(netns) = &net.netns {
-            args.push(supervisor::NETNS_FLAG.into());
-            args.push(netns.into());
-        }
-        if net.connect_port.is_some() {
+        if net.landlock_fence {
             args.push(supervisor::SOCKET_FILTER_FLAG.into());
             args.push("1".into());
+        }
+        for note in &net.notes {
+            eprintln!("whalebox: {note}");
         }
     }
     args.push("--".into());

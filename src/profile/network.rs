@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::guard::presets::Preset;
 
+/// The ports the proxy's doors take, the first free one each: in the session's network
+/// namespace, or on the machine's loopback where `[landlock] network = "deny"` must name
+/// them in advance (the server's own Landlock layer is made once, at start-up).
+pub const DOOR_PORTS: std::ops::RangeInclusive<u16> = 3128..=3191;
+
 /// `[network] mode`.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -80,6 +85,15 @@ pub struct NetworkSection {
     /// Secrets the tasks never see: each task gets a placeholder in the variable, and
     /// the proxy puts the secret in requests to the credential's hosts only.
     pub credentials: BTreeMap<String, CredentialSection>,
+    /// This machine's loopback services a task may reach: inside the session's network
+    /// namespace, `127.0.0.1:PORT` (and `localhost:PORT`) reaches the machine's
+    /// `127.0.0.1:PORT` (a database, a dev server the person runs), each connection
+    /// decided and recorded as any other.
+    pub host_ports: Vec<u16>,
+    /// Ports of the session's network namespace the machine may reach: the machine's
+    /// `127.0.0.1:PORT` reaches a server a task listens on at `127.0.0.1:PORT` (a dev
+    /// server to open in a browser, an OAuth callback).
+    pub publish: Vec<u16>,
 }
 
 /// `[network.credentials.NAME]`.
@@ -126,6 +140,8 @@ impl Default for NetworkSection {
             max_connections: 256,
             ca_files: Vec::new(),
             credentials: BTreeMap::new(),
+            host_ports: Vec::new(),
+            publish: Vec::new(),
         }
     }
 }
@@ -178,6 +194,24 @@ pub fn check(n: &NetworkSection) -> Result<(), String> {
     }
     if n.ports.contains(&0) {
         return Err("[network] ports: 0 is not a port".into());
+    }
+    for (key, list) in [("host_ports", &n.host_ports), ("publish", &n.publish)] {
+        if list.contains(&0) {
+            return Err(format!("[network] {key}: 0 is not a port"));
+        }
+        if let Some(p) = list.iter().find(|p| DOOR_PORTS.contains(p)) {
+            let doors = &DOOR_PORTS;
+            return Err(format!(
+                "[network] {key}: {p} is one of the ports the session's proxy doors take ({}–{}); choose another",
+                doors.start(),
+                doors.end()
+            ));
+        }
+    }
+    if let Some(p) = n.host_ports.iter().find(|p| n.publish.contains(p)) {
+        return Err(format!(
+            "[network] port {p} is both in host_ports (the task reaches the machine's) and in publish (the machine reaches the task's); a port can go one way only"
+        ));
     }
     for (name, addrs) in &n.hosts {
         if name.is_empty() || name.contains(['*', '/', ':', ' ']) || name.parse::<IpAddr>().is_ok()

@@ -15,6 +15,7 @@ mod exec;
 mod network;
 mod sandbox;
 pub mod skills;
+mod spaces;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::shell::task::Limits;
 pub use board::Board;
 pub use exec::{Gate, ShellBoundary};
 pub use skills::{Skill, SkillIndex};
+pub use spaces::SessionSpaces;
 
 /// Everything the tools and upstream servers of one session share, built once from the
 /// profile.
@@ -78,6 +80,11 @@ pub struct Env {
     sandbox_status: std::sync::OnceLock<Status>,
     /// The network fence (`[network]`), made with the first task.
     network: std::sync::OnceLock<Result<Option<Arc<NetworkFence>>, String>>,
+    /// The session's namespaces (network, `/dev/shm`), made with the first task.
+    spaces: std::sync::OnceLock<Result<Arc<SessionSpaces>, String>>,
+    /// The server's `/dev/shm` directories, one per session (made when the server
+    /// enters its fences; shared by the sessions of an HTTP server).
+    shm_pool: Arc<std::sync::OnceLock<Arc<spaces::ShmPool>>>,
     /// The workspace's checkpoints, opened on first use (None: `[checkpoints] mode =
     /// "off"`, or no group that changes the workspace).
     pub checkpoints: Option<Arc<crate::checkpoint::Slot>>,
@@ -259,6 +266,8 @@ impl Env {
             sandbox: None,
             sandbox_status: std::sync::OnceLock::new(),
             network: std::sync::OnceLock::new(),
+            spaces: std::sync::OnceLock::new(),
+            shm_pool: Arc::default(),
             checkpoints: None,
             caller: None,
         };
@@ -319,6 +328,8 @@ impl Env {
             sandbox: None,
             sandbox_status: std::sync::OnceLock::new(),
             network: std::sync::OnceLock::new(),
+            spaces: std::sync::OnceLock::new(),
+            shm_pool: Arc::clone(&self.shm_pool),
             checkpoints: self.checkpoints.clone(),
             caller: Some(caller.to_string()),
             profile,

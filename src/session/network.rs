@@ -15,10 +15,30 @@ impl Env {
         self.network
             .get_or_init(|| {
                 let landlock_on = self.sandbox.is_some();
+                let net = &self.profile.network;
+                if !net.on() {
+                    return Ok(None);
+                }
+                // The namespace fence is the session's network namespace, if it was made.
+                let spaces = match net.kernel {
+                    crate::profile::network::KernelFence::Landlock => None,
+                    _ => Some(self.spaces()),
+                };
+                let namespace = match &spaces {
+                    None => Err("[network] kernel = \"landlock\"".to_string()),
+                    Some(Ok(s)) if s.made().network => Ok(s.made().user),
+                    Some(Ok(s)) => Err(s
+                        .spaces
+                        .why_not()
+                        .first()
+                        .cloned()
+                        .unwrap_or_else(|| "no network namespace was made".into())),
+                    Some(Err(why)) => Err(why.clone()),
+                };
                 let enforcement =
-                    crate::net::fence::detect(self.profile.network.kernel, landlock_on);
+                    crate::net::fence::detect_with(net.kernel, landlock_on, namespace);
                 NetworkFence::new(
-                    &self.profile.network,
+                    net,
                     crate::net::fence::FenceSettings {
                         on_ask: self.profile.shell.on_ask,
                         approver: self.approver.clone(),
@@ -31,6 +51,7 @@ impl Env {
                         approvals_file: self.profile.shell.approvals_file.clone(),
                     },
                     enforcement,
+                    spaces.and_then(Result::ok).map(|s| Arc::clone(&s.spaces)),
                 )
                 .map(|f| f.map(Arc::new))
             })
@@ -54,7 +75,10 @@ impl Env {
             Some(f) => {
                 // Out of descriptors (the task's port, the hand-over socket) is the
                 // machine's state, not a bug: the message still carries the errno.
-                let net = f.prepare(command).map_err(|e| {
+                let deny = self.profile.landlock.network
+                    == crate::guard::landlock::NetworkMode::Deny
+                    && self.sandbox.is_some();
+                let net = f.prepare(command, deny).map_err(|e| {
                     ToolError::io(
                         "cannot set up the command's network fence",
                         &std::io::Error::other(e),

@@ -114,19 +114,25 @@ impl Env {
                 }
             }
             extras.server_connect.extend(&net.ports);
+            // Under `[landlock] network = "deny"` every port must be named in the server's
+            // layer, made once: the doors' block (a task's door is one of them) and the
+            // host ports the server relays to.
+            extras.server_connect.extend(crate::net::fence::DOOR_PORTS);
+            extras.server_connect.extend(&net.host_ports);
             extras.read.extend(net.ca_files.iter().map(PathBuf::from));
-            // Without root, a task's network namespace lives in a user namespace whose
-            // uid and gid maps its supervisor writes in /proc/self (see net::netns).
-            // SAFETY: geteuid cannot fail.
-            let root = unsafe { nix::libc::geteuid() } == 0;
-            if !root && net.kernel != crate::profile::network::KernelFence::Landlock {
-                extras.server_write.push(PathBuf::from("/proc"));
-            }
         }
         let p = &self.profile;
         let readable = p.read_roots.iter().chain(&p.skills.dirs);
-        let sandbox = Sandbox::new(&p.landlock, &p.workspace, readable, &extras)
+        let mut sandbox = Sandbox::new(&p.landlock, &p.workspace, readable, &extras)
             .map(|s| s.declared_in(p.source_name(), p.source.is_some()));
+        if let Some(s) = &mut sandbox
+            && net.on()
+        {
+            // A task reaches the host ports, and its servers on the published ports
+            // listen, through whatever its layer limits.
+            s.task_connect.extend(&net.host_ports);
+            s.bind.extend(&net.publish);
+        }
         if let Some(s) = &sandbox {
             // Bad combinations (enforce on a kernel that cannot) stop start-up here.
             s.check(Layer::Task).map_err(SetupError::Sandbox)?;
@@ -137,13 +143,34 @@ impl Env {
     /// Put the server itself inside its Landlock fences. Call on the main thread before
     /// any other thread starts (the async runtime included): Landlock restricts the
     /// calling thread and what it starts afterwards.
-    pub fn enter_sandbox(&self) -> Result<&Status, String> {
+    ///
+    /// `sessions`: how many sessions the server may hold at once (1, or an HTTP server's
+    /// `max_sessions`): each gets its own `/dev/shm`, whose directory the server's layer
+    /// must name now.
+    pub fn enter_sandbox(&self, sessions: usize) -> Result<&Status, String> {
         if let Some(c) = &self.checkpoints {
             // The store must be there before the server's layer names it; a store that
             // cannot be made is said in each call's `checkpoint_missing`.
             let _ = c.get();
         }
-        let status = match &self.sandbox {
+        let mut sandbox = self.sandbox.clone();
+        if self.shell_on() || self.profile.tools.iter().any(|g| g == "mcp") {
+            // The sessions' namespaces are made by a process outside the fences (a
+            // Landlock domain may not mount), started now.
+            super::spaces::start_factory();
+            match super::spaces::ShmPool::create(self.private.root(), sessions.max(1)) {
+                Ok(pool) => {
+                    if let Some(s) = &mut sandbox {
+                        s.server_private.extend(pool.dirs().iter().cloned());
+                    }
+                    let _ = self.shm_pool.set(std::sync::Arc::new(pool));
+                }
+                Err(e) => tracing::warn!(
+                    "cannot make the sessions' /dev/shm directories ({e}): commands get no /dev/shm"
+                ),
+            }
+        }
+        let status = match &sandbox {
             Some(s) => {
                 for warning in s.create_files()? {
                     tracing::warn!("[landlock] presets: {warning}");
@@ -174,13 +201,24 @@ impl Env {
     }
 
     /// The task's Landlock layer as the supervisor gets it: the session's, with the
-    /// network fence's proxy port when it falls back to Landlock.
+    /// session's `/dev/shm` directory, and the proxy door's port where the layer limits
+    /// TCP connect.
     pub fn task_sandbox(&self, net: Option<&TaskNet>) -> Result<Option<String>, ToolError> {
         let Some(sandbox) = &self.sandbox else {
             return Ok(None);
         };
         let mut sandbox = sandbox.clone();
-        sandbox.proxy_port = net.and_then(|n| n.connect_port);
+        let deny = sandbox.network == crate::guard::landlock::NetworkMode::Deny;
+        sandbox.proxy_port = net
+            .filter(|n| n.landlock_fence || deny)
+            .map(|n| n.door_port);
+        if let Ok(spaces) = self.spaces()
+            && let Some(dir) = spaces.shm_dir()
+        {
+            sandbox
+                .paths
+                .push((dir.to_path_buf(), crate::guard::landlock::Grant::Full));
+        }
         serde_json::to_string(&sandbox)
             .map(Some)
             .map_err(|e| ToolError::internal(format!("cannot hand the sandbox to the task: {e}")))

@@ -39,9 +39,10 @@ pub struct Spec {
     pub sandbox: Option<String>,
     /// The kernel exec gate, when the task runs under it.
     pub exec_gate: Option<supervisor::KernelGate>,
-    /// The network fence: the supervisor's `--netns` value (its own namespace), and
-    /// whether it installs the socket filter (the Landlock fallback).
-    pub netns: Option<String>,
+    /// The session's namespaces to join: the supervisor's `--join` value.
+    pub join: Option<String>,
+    /// Whether the supervisor installs the socket filter (the network fence's Landlock
+    /// fallback).
     pub socket_filter: bool,
     /// The task's resource limits (None: the server's own, as for an upstream server).
     pub limits: Option<TaskLimits>,
@@ -130,9 +131,9 @@ fn supervisor_argv(
     if let Some(gate) = &spec.exec_gate {
         args.extend(gate.args());
     }
-    if let Some(netns) = &spec.netns {
-        args.push(supervisor::NETNS_FLAG.into());
-        args.push(netns.into());
+    if let Some(join) = &spec.join {
+        args.push(supervisor::JOIN_FLAG.into());
+        args.push(join.into());
     }
     if spec.socket_filter {
         args.push(supervisor::SOCKET_FILTER_FLAG.into());

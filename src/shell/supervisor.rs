@@ -55,10 +55,11 @@ impl KernelGate {
     }
 }
 
-/// `--netns PORT:TOKEN:SOCKET`: move into a new network namespace, bind the egress
-/// proxy's PORT on its loopback and hand that listener to the server at SOCKET (see
-/// `net::netns`). If that fails the task does not run (exit 126).
-pub const NETNS_FLAG: &str = "--netns";
+/// `--join SOCKET:TOKEN`: join the session's namespaces (its network namespace, its
+/// mount namespace with the session's `/dev/shm`, and the user namespace they live in),
+/// whose descriptors the server hands over on SOCKET to whoever shows TOKEN (see
+/// `guard::spaces`). If that fails the task does not run (exit 126).
+pub const JOIN_FLAG: &str = "--join";
 /// `--socket-filter 1`: refuse UDP, raw and non-TCP internet sockets (`net::sockets`),
 /// the fallback network fence beside Landlock's TCP port rule.
 pub const SOCKET_FILTER_FLAG: &str = "--socket-filter";
@@ -112,7 +113,7 @@ pub fn main(args: Vec<OsString>) -> ! {
             std::process::exit(2);
         }
     };
-    let netns = option(NETNS_FLAG);
+    let join = option(JOIN_FLAG);
     let socket_filter = option(SOCKET_FILTER_FLAG).is_some();
     let limits = option(LIMITS_FLAG);
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
@@ -139,8 +140,8 @@ pub fn main(args: Vec<OsString>) -> ! {
         Some(spec) => prepare_limits(spec),
         None => crate::guard::limits::ChildSetup::none(),
     };
-    if let Some(spec) = netns {
-        enter_network_namespace(spec);
+    if let Some(spec) = join {
+        join_session(spec);
     }
     if let Some(spec) = sandbox {
         enter_sandbox(spec);
@@ -338,27 +339,31 @@ fn prepare_limits(spec: &OsString) -> crate::guard::limits::ChildSetup {
     }
 }
 
-/// The task's own network namespace, its only way out the server's proxy.
-fn enter_network_namespace(spec: &OsString) {
+/// The session's namespaces, before the task's Landlock layer (which is then built
+/// inside them: its `/dev/shm` is the session's).
+fn join_session(spec: &OsString) {
     let fail = |why: String| -> ! {
         eprintln!(
-            "whalebox: the network fence could not be set up: {why}; not running the command"
+            "whalebox: the session's namespaces could not be joined: {why}; not running the command"
         );
         std::process::exit(126);
     };
     let text = spec.to_str().unwrap_or_default();
-    let mut parts = text.splitn(3, ':');
-    let (Some(port), Some(token), Some(socket)) = (parts.next(), parts.next(), parts.next()) else {
-        fail(format!("a bad {NETNS_FLAG} value {text:?}"));
+    let Some((socket, token)) = text.rsplit_once(':') else {
+        fail(format!("a bad {JOIN_FLAG} value {text:?}"));
     };
-    let Ok(port) = port.parse::<u16>() else {
-        fail(format!("a bad port in {NETNS_FLAG} {text:?}"));
-    };
-    if let Err(e) = crate::net::netns::enter() {
-        fail(e);
-    }
-    if let Err(e) = crate::net::netns::hand_over(std::path::Path::new(socket), token, port) {
-        fail(e);
+    let namespaces = std::os::unix::net::UnixStream::connect(socket)
+        .map_err(|e| format!("cannot reach the session's socket {socket}: {e}"))
+        .and_then(|mut conn| {
+            use std::io::Write;
+            let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            conn.write_all(format!("{token}\n").as_bytes())
+                .map_err(|e| format!("asking for the namespaces: {e}"))?;
+            crate::guard::spaces::receive_namespaces(&conn)
+        });
+    match namespaces.and_then(|n| crate::guard::spaces::join(&n)) {
+        Ok(()) => {}
+        Err(e) => fail(e),
     }
 }
 

@@ -156,10 +156,8 @@ impl Upstream {
             cols: 80,
             sandbox,
             exec_gate,
-            netns: network.as_ref().and_then(|(_, n)| n.netns.clone()),
-            socket_filter: network
-                .as_ref()
-                .is_some_and(|(_, n)| n.connect_port.is_some()),
+            join: env.task_join(),
+            socket_filter: network.as_ref().is_some_and(|(_, n)| n.landlock_fence),
             // A server lives as long as the session, not a task: the server's own.
             limits: None,
         };

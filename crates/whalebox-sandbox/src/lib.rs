@@ -46,5 +46,6 @@ pub mod limits;
 pub mod paths;
 pub mod presets;
 pub mod runtime;
+pub mod spaces;
 
 pub use paths::{Access, Allowed, GuardError, PathGuard, RootKind, normalize, resolve_physical};

@@ -318,6 +318,7 @@ fn main() -> ExitCode {
         }
         Some(whalebox::shell::zygote::SUBCOMMAND) => whalebox::shell::zygote::main(argv.collect()),
         Some(whalebox::net::netns::PROBE_SUBCOMMAND) => whalebox::net::netns::probe_main(),
+        Some(whalebox::guard::spaces::SUBCOMMAND) => whalebox::guard::spaces::main(argv.collect()),
         _ => {}
     }
     let cli = Cli::parse();
@@ -364,7 +365,7 @@ fn main_command(command: Command) -> ExitCode {
             http,
             log_format: _,
         } => {
-            let (registry, env) = match setup_sandboxed(&profile, Session::Server) {
+            let (registry, env) = match setup_sandboxed(&profile, Session::Server, http.is_some()) {
                 Ok(ok) => ok,
                 Err(code) => return code,
             };
@@ -383,7 +384,7 @@ fn main_command(command: Command) -> ExitCode {
                 Ok(raw) => raw,
                 Err(code) => return code,
             };
-            let (registry, env) = match setup_sandboxed(&profile, Session::OneShot) {
+            let (registry, env) = match setup_sandboxed(&profile, Session::OneShot, false) {
                 Ok(ok) => ok,
                 Err(code) => return code,
             };

@@ -17,7 +17,7 @@ pub(crate) fn run_sandboxed(
     let mut options = profile.load_options();
     options.extra_ro = extra_ro;
     let (_registry, env) = match setup_with(&options, Session::OneShot)
-        .and_then(|(registry, env)| enter_sandbox(env).map(|env| (registry, env)))
+        .and_then(|(registry, env)| enter_sandbox(env, false).map(|env| (registry, env)))
     {
         Ok(ok) => ok,
         Err(code) => return code,

@@ -40,16 +40,23 @@ pub(crate) fn setup_with(
 }
 
 /// [`setup`], then enter the sandbox (exit 2 when the profile's fences cannot hold).
+/// `http`: the server will take many sessions (`max_sessions`), not one.
 pub(crate) fn setup_sandboxed(
     args: &ProfileArgs,
     session: Session,
+    http: bool,
 ) -> Result<(Registry, Arc<Env>), ExitCode> {
     let (registry, env) = setup(args, session)?;
-    Ok((registry, enter_sandbox(env)?))
+    Ok((registry, enter_sandbox(env, http)?))
 }
 
-pub(crate) fn enter_sandbox(env: Arc<Env>) -> Result<Arc<Env>, ExitCode> {
-    match env.enter_sandbox() {
+pub(crate) fn enter_sandbox(env: Arc<Env>, http: bool) -> Result<Arc<Env>, ExitCode> {
+    let sessions = if http {
+        env.profile.http.max_sessions
+    } else {
+        1
+    };
+    match env.enter_sandbox(sessions) {
         Ok(status) => {
             tracing::info!("{}", status.summary());
             Ok(env)

@@ -12,7 +12,7 @@ use crate::profile::network::KernelFence;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Enforcement {
-    /// Each task in its own network namespace.
+    /// The session's tasks in a network namespace of their own.
     Namespace { user_namespace: bool },
     /// Landlock TCP connect to the door's port, and the socket filter.
     Landlock { abi: i32 },
@@ -51,10 +51,10 @@ impl Enforcement {
         match self {
             Enforcement::Namespace {
                 user_namespace: false,
-            } => "each command in its own network namespace: the proxy is its only way out".into(),
+            } => "a session's commands share a network namespace of their own: the proxy (and the profile's host_ports) is their only way out".into(),
             Enforcement::Namespace {
                 user_namespace: true,
-            } => "each command in its own (unprivileged) network namespace: the proxy is its only way out".into(),
+            } => "a session's commands share a (unprivileged) network namespace of their own: the proxy (and the profile's host_ports) is their only way out".into(),
             Enforcement::Landlock { abi } => format!(
                 "no network namespaces here; Landlock (ABI {abi}) lets TCP connect to the proxy's port only, seccomp refuses UDP and raw sockets"
             ),
@@ -66,10 +66,9 @@ impl Enforcement {
 }
 
 /// What this machine offers, found once per process (the namespace probe starts a
-/// process).
+/// process; `whalebox doctor` asks it, outside every fence).
 #[derive(Debug, Clone)]
 struct Machine {
-    namespace: Result<netns::Made, String>,
     landlock_abi: i32,
     socket_filter: Result<(), String>,
 }
@@ -77,15 +76,29 @@ struct Machine {
 fn machine() -> &'static Machine {
     static FOUND: OnceLock<Machine> = OnceLock::new();
     FOUND.get_or_init(|| Machine {
-        namespace: netns::probe(),
         landlock_abi: crate::guard::landlock::kernel_abi(),
         socket_filter: sockets::filter().map(|_| ()),
     })
 }
 
 /// The enforcement `choice` gets on this machine, for a session with or without
-/// Landlock (the fallback is a Landlock rule).
+/// Landlock (the fallback is a Landlock rule), where a probe says whether a network
+/// namespace can be made (`whalebox doctor`).
 pub fn detect(choice: KernelFence, landlock_on: bool) -> Enforcement {
+    let namespace = match choice {
+        KernelFence::Landlock => Err("[network] kernel = \"landlock\"".to_string()),
+        _ => netns::probe().map(|made| made == netns::Made::WithUser),
+    };
+    detect_with(choice, landlock_on, namespace)
+}
+
+/// The enforcement `choice` gets, given whether the session's network namespace was
+/// made (Ok: in a user namespace or not) or why not.
+pub fn detect_with(
+    choice: KernelFence,
+    landlock_on: bool,
+    namespace: Result<bool, String>,
+) -> Enforcement {
     let m = machine();
     let landlock = || -> Result<Enforcement, String> {
         if !landlock_on {
@@ -103,9 +116,9 @@ pub fn detect(choice: KernelFence, landlock_on: bool) -> Enforcement {
         })
     };
     let namespace = || {
-        m.namespace.clone().map(|made| Enforcement::Namespace {
-            user_namespace: made == netns::Made::WithUser,
-        })
+        namespace
+            .clone()
+            .map(|user_namespace| Enforcement::Namespace { user_namespace })
     };
     let found = match choice {
         KernelFence::Auto => {

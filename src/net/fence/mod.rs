@@ -3,20 +3,22 @@
 //! (so its records, asks and refusals name it), the variables that point its tools at
 //! the door, and the kernel fence this machine allows:
 //!
-//! - **namespace**: the task's supervisor makes a network namespace and hands the door's
-//!   listener over ([`super::netns`]); nothing else leaves, TCP or UDP;
-//! - **landlock**: Landlock lets TCP connect to the door's port only, and a seccomp
-//!   filter refuses UDP, raw and other non-TCP internet sockets ([`super::sockets`]);
+//! - **namespace**: the session's tasks share one network namespace (see
+//!   `guard::spaces`), whose only ways out are the doors the server serves in it and the
+//!   machine's loopback services the profile names (`host_ports`); nothing else leaves,
+//!   TCP or UDP, and the machine reaches in only on the ports it publishes (`publish`);
+//! - **landlock**: Landlock lets TCP connect to the door's port (and the host ports)
+//!   only, and a seccomp filter refuses UDP, raw and other non-TCP internet sockets
+//!   ([`super::sockets`]);
 //! - **variables only**: neither works here; tools that honour the proxy variables go
 //!   through it, anything else goes straight out (`mode = "enforce"` refuses to run).
 
 mod ask;
+mod bridges;
 mod enforcement;
-mod handoff;
 mod tasklog;
 
 use std::collections::HashMap;
-use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -30,16 +32,15 @@ use super::proxy::{Door, DoorConfig, Egress, ProxyConfig};
 use super::record::Sink;
 use super::resolve::{Resolve, StaticResolver, SystemResolver};
 use crate::boundary::{ApproverSlot, OnAsk};
+use crate::guard::spaces::Spaces;
 use crate::policy::NetworkRule;
 use crate::profile::network::{FenceMode, NetworkSection, OnNewDomain};
 
 use ask::TaskDecide;
-pub use enforcement::{Enforcement, detect};
-use handoff::Handoff;
+pub use enforcement::{Enforcement, detect, detect_with};
 use tasklog::{Entry, TaskLog, forget_oldest_ended};
 
-/// The port a task's door listens on inside its own namespace (any port is free there).
-pub const NAMESPACE_PORT: u16 = 3128;
+pub use crate::profile::network::DOOR_PORTS;
 
 /// What a task's spawn needs from the fence.
 #[derive(Debug, Clone)]
@@ -47,10 +48,14 @@ pub struct TaskNet {
     token: String,
     /// Set for the task (last: nothing the call sets replaces them).
     pub env: Vec<(String, String)>,
-    /// The supervisor's `--netns` value (namespace enforcement).
-    pub netns: Option<String>,
-    /// The Landlock connect port and the socket filter (landlock enforcement).
-    pub connect_port: Option<u16>,
+    /// The task's door: the port its Landlock layer lets it connect to where that layer
+    /// limits TCP (the landlock fence, or `[landlock] network = "deny"`).
+    pub door_port: u16,
+    /// The landlock fence: TCP connect limited to the door (and the host ports), and the
+    /// socket filter.
+    pub landlock_fence: bool,
+    /// Said in the task's result (a published port that could not be served, …).
+    pub notes: Vec<String>,
 }
 
 impl TaskNet {
@@ -88,11 +93,22 @@ impl std::fmt::Debug for NetworkFence {
 /// A session's network fence.
 pub struct NetworkFence {
     inner: Arc<Inner>,
-    run_dir: PathBuf,
     egress: OnceLock<Egress>,
-    /// The namespace hand-over socket, started with the first namespaced task.
-    handoff: OnceLock<Result<PathBuf, String>>,
     runtime: OnceLock<tokio::runtime::Handle>,
+    /// The session's namespaces (the namespace fence): the doors and the host ports are
+    /// listeners in them, published ports connections into them.
+    spaces: Option<Arc<Spaces>>,
+    /// The host ports and published ports, served from the first task on; what could not
+    /// be served, said in every task's result.
+    bridges: OnceLock<Vec<String>>,
+    /// Ends the bridges with the session.
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl Drop for NetworkFence {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 /// Who settles an `ask` and where refusals are written.
@@ -101,7 +117,7 @@ pub struct FenceSettings {
     pub approver: ApproverSlot,
     pub ask_timeout: Duration,
     pub audit_log: Option<PathBuf>,
-    /// The server's private run directory (the hand-over socket's home).
+    /// The server's private run directory (the CA bundle of the credentials).
     pub run_dir: PathBuf,
     /// The exec policy's `[[network]]` rules.
     pub policy_rules: Vec<NetworkRule>,
@@ -113,10 +129,12 @@ pub struct FenceSettings {
 impl NetworkFence {
     /// None when `[network] mode = "off"`. Err: `mode = "enforce"` and this machine has
     /// no kernel fence for it.
+    /// `spaces`: the session's namespaces, when the fence is the namespace one.
     pub fn new(
         section: &NetworkSection,
         settings: FenceSettings,
         enforcement: Enforcement,
+        spaces: Option<Arc<Spaces>>,
     ) -> Result<Option<NetworkFence>, String> {
         if section.mode == FenceMode::Off {
             return Ok(None);
@@ -140,6 +158,10 @@ impl NetworkFence {
             None => None,
         };
         let (credentials, credential_env) = credentials(section, &settings.run_dir)?;
+        let enforcement_kind = match &enforcement {
+            Enforcement::Namespace { .. } => Kind::Namespace,
+            _ => Kind::Other,
+        };
         let rules = Rules {
             allow_domains: section.allow_domains.clone(),
             deny_domains: section.deny_domains.clone(),
@@ -163,10 +185,11 @@ impl NetworkFence {
                 audit,
                 next_token: AtomicU64::new(1),
             }),
-            run_dir: settings.run_dir,
             egress: OnceLock::new(),
-            handoff: OnceLock::new(),
             runtime: OnceLock::new(),
+            spaces: spaces.filter(|_| matches!(enforcement_kind, Kind::Namespace)),
+            bridges: OnceLock::new(),
+            stop: tokio_util::sync::CancellationToken::new(),
         }))
     }
 
@@ -205,40 +228,52 @@ impl NetworkFence {
 
     /// Make `command`'s network before it is spawned: a door, its variables, and what
     /// the supervisor must do. Call [`NetworkFence::started`] with the task id after.
-    pub fn prepare(&self, command: &str) -> Result<TaskNet, String> {
+    /// `deny_tcp`: `[landlock] network = "deny"`, whose layers name every port a task
+    /// may connect to, so the door must take one of [`DOOR_PORTS`].
+    pub fn prepare(&self, command: &str, deny_tcp: bool) -> Result<TaskNet, String> {
         let egress = self.egress()?.clone();
+        let notes = self.bridges().clone();
         let n = self.inner.next_token.fetch_add(1, Ordering::Relaxed);
         let token = format!("n{n}-{}", random_hex());
-        let (url, netns, connect_port, door, no_proxy) = match &self.inner.enforcement {
-            Enforcement::Namespace { .. } => {
-                let socket = self.handoff_socket()?;
-                let arg = format!("{NAMESPACE_PORT}:{token}:{}", socket.display());
-                (
-                    format!("http://127.0.0.1:{NAMESPACE_PORT}"),
-                    Some(arg),
-                    None,
-                    None,
-                    // The namespace's loopback is the task's own: its servers, nobody else's.
-                    "localhost,127.0.0.1,::1",
-                )
-            }
+        let doors: Vec<u16> = DOOR_PORTS.collect();
+        let host_ports = &self.inner.section.host_ports;
+        let (listener, no_proxy) = match (&self.inner.enforcement, &self.spaces) {
+            (Enforcement::Namespace { .. }, Some(spaces)) => (
+                spaces.listen(&doors).map_err(|e| {
+                    format!("cannot open the proxy's door in the session's namespace: {e}")
+                })?,
+                // The namespace's loopback is the session's own (its servers, and the
+                // machine's host ports through it).
+                "localhost,127.0.0.1,::1".to_string(),
+            ),
             _ => {
-                let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
-                    .and_then(|l| l.set_nonblocking(true).map(|_| l))
-                    .map_err(|e| format!("cannot open the proxy's port: {e}"))?;
-                let door = self.open_door(&egress, listener, &token)?;
-                let port = door.addr().port();
-                let landlock = matches!(self.inner.enforcement, Enforcement::Landlock { .. });
+                let ports: &[u16] = if deny_tcp { &doors } else { &[0] };
+                let mut bound = Err(std::io::Error::other("no port to try"));
+                for port in ports {
+                    bound = std::net::TcpListener::bind(("127.0.0.1", *port));
+                    if bound.is_ok() {
+                        break;
+                    }
+                }
                 (
-                    door.url(),
-                    None,
-                    landlock.then_some(port),
-                    Some(door),
-                    // Loopback is this machine's: through the proxy, which refuses it.
-                    "",
+                    bound.map_err(|e| format!("cannot open the proxy's port: {e}"))?,
+                    // Loopback is this machine's: through the proxy, which refuses it,
+                    // but for the host ports, which a task reaches directly.
+                    if host_ports.is_empty() {
+                        String::new()
+                    } else {
+                        "localhost,127.0.0.1,::1".to_string()
+                    },
                 )
             }
         };
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("cannot open the proxy's port: {e}"))?;
+        let door = self.open_door(&egress, listener, &token)?;
+        let door_port = door.addr().port();
+        let url = door.url();
+        let landlock_fence = matches!(self.inner.enforcement, Enforcement::Landlock { .. });
         let mut entries = self.inner.entries.lock().map_err(|_| "poisoned")?;
         forget_oldest_ended(&mut entries);
         entries.insert(
@@ -248,7 +283,7 @@ impl NetworkFence {
                 task: None,
                 pid: None,
                 command: command.to_string(),
-                door,
+                door: Some(door),
                 log: TaskLog::default(),
             },
         );
@@ -258,16 +293,42 @@ impl NetworkFence {
             env.push((name.to_string(), url.clone()));
             env.push((name.to_ascii_lowercase(), url.clone()));
         }
-        env.push(("NO_PROXY".into(), no_proxy.into()));
-        env.push(("no_proxy".into(), no_proxy.into()));
+        env.push(("NO_PROXY".into(), no_proxy.clone()));
+        env.push(("no_proxy".into(), no_proxy));
         // Node's built-in fetch reads the variables only when told to (Node 24+).
         env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
         env.extend(self.inner.credential_env.iter().cloned());
         Ok(TaskNet {
             token,
             env,
-            netns,
-            connect_port,
+            door_port,
+            landlock_fence,
+            notes,
+        })
+    }
+
+    /// The host ports and published ports, started with the first task (they need the
+    /// runtime and, for the namespace fence, the session's namespaces); what could not
+    /// be served.
+    fn bridges(&self) -> &Vec<String> {
+        self.bridges.get_or_init(|| {
+            let Some(handle) = self.runtime.get() else {
+                return Vec::new();
+            };
+            let s = &self.inner.section;
+            match &self.spaces {
+                Some(spaces) => bridges::start(
+                    handle,
+                    &self.inner,
+                    spaces,
+                    &s.host_ports,
+                    &s.publish,
+                    &self.stop,
+                ),
+                // Outside a namespace the machine's loopback is the task's own: nothing
+                // to bridge.
+                None => Vec::new(),
+            }
         })
     }
 
@@ -357,42 +418,6 @@ impl NetworkFence {
             .map_err(|e| format!("cannot serve the proxy's port: {e}"))
     }
 
-    /// The hand-over socket, started once: a thread accepts each namespaced task's
-    /// listener and opens its door.
-    fn handoff_socket(&self) -> Result<PathBuf, String> {
-        self.handoff
-            .get_or_init(|| {
-                let path = self.run_dir.join("net.sock");
-                let _ = std::fs::remove_file(&path);
-                let listener = UnixListener::bind(&path).map_err(|e| {
-                    format!(
-                        "cannot make the network hand-over socket {}: {e}",
-                        path.display()
-                    )
-                })?;
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                let me = Handoff {
-                    inner: self.inner.clone(),
-                    egress: self.egress.get().cloned().ok_or("no proxy yet")?,
-                    runtime: self.runtime.get().cloned().ok_or("no runtime yet")?,
-                };
-                std::thread::Builder::new()
-                    .name("whalebox-net-handoff".into())
-                    .spawn(move || {
-                        for conn in listener.incoming() {
-                            let Ok(mut conn) = conn else { break };
-                            let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-                            me.serve(&mut conn);
-                        }
-                    })
-                    .map_err(|e| format!("cannot start the hand-over thread: {e}"))?;
-                Ok(path)
-            })
-            .clone()
-    }
-
     /// A line for a command whose output says it tried the network without the proxy
     /// (a name that did not resolve, no route): under a kernel fence that is the fence,
     /// and the model should know it, not retry.
@@ -461,6 +486,12 @@ impl NetworkFence {
         });
         (data, lines)
     }
+}
+
+/// Which fence, for choosing what [`NetworkFence::new`] keeps.
+enum Kind {
+    Namespace,
+    Other,
 }
 
 /// Variables for a task's environment.

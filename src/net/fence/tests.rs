@@ -13,7 +13,7 @@ fn settings() -> FenceSettings {
 }
 
 fn fence(enforcement: Enforcement) -> NetworkFence {
-    NetworkFence::new(&NetworkSection::default(), settings(), enforcement)
+    NetworkFence::new(&NetworkSection::default(), settings(), enforcement, None)
         .unwrap()
         .unwrap()
 }
@@ -44,6 +44,7 @@ fn enforce_without_a_kernel_fence_is_refused_and_off_is_no_fence() {
         &section,
         settings(),
         Enforcement::VariablesOnly { why: "no".into() },
+        None,
     )
     .unwrap_err();
     assert!(err.contains("mode = \"enforce\""), "{err}");
@@ -52,7 +53,7 @@ fn enforce_without_a_kernel_fence_is_refused_and_off_is_no_fence() {
         ..NetworkSection::default()
     };
     assert!(
-        NetworkFence::new(&off, settings(), Enforcement::Landlock { abi: 4 })
+        NetworkFence::new(&off, settings(), Enforcement::Landlock { abi: 4 }, None)
             .unwrap()
             .is_none()
     );

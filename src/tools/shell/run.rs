@@ -217,6 +217,9 @@ impl ShellRun {
             .collect();
         let call_env: Vec<(String, String)> = a.env.into_iter().collect();
         let network = env.task_network(&a.command)?;
+        if let Some((_, net)) = &network {
+            notes.extend(net.notes.iter().cloned());
+        }
         let spec = Spec {
             mode,
             argv: spawn::shell_argv(&shell, &a.command, cfg.rc_files),
@@ -255,10 +258,8 @@ impl ShellRun {
             cols: cfg.pty_cols,
             exec_gate,
             sandbox: env.task_sandbox(network.as_ref().map(|(_, n)| n))?,
-            netns: network.as_ref().and_then(|(_, n)| n.netns.clone()),
-            socket_filter: network
-                .as_ref()
-                .is_some_and(|(_, n)| n.connect_port.is_some()),
+            join: env.task_join(),
+            socket_filter: network.as_ref().is_some_and(|(_, n)| n.landlock_fence),
             limits: Some(spawn::TaskLimits {
                 limits: cfg.task_limits,
                 cgroup: cfg.limits.cgroup == crate::guard::limits::CgroupMode::Auto,

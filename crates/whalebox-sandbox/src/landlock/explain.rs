@@ -335,6 +335,7 @@ mod tests {
             server_rmdir: vec![],
             bind: vec![],
             proxy_port: None,
+            task_connect: Vec::new(),
             create: vec![],
             hints: Hints {
                 profile: "/p/ci.toml".into(),

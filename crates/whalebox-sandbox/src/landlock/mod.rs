@@ -66,10 +66,14 @@ pub struct Sandbox {
     #[serde(default)]
     pub server_rmdir: Vec<PathBuf>,
     pub bind: Vec<u16>,
-    /// A task's egress proxy port when the network fence falls back to Landlock: TCP
-    /// connect is then limited to it (and `connect`), bind left as `network` says.
+    /// A task's egress proxy door, where its layer limits TCP connect (the network
+    /// fence's Landlock fallback, or `network = "deny"`): its port is allowed.
     #[serde(default)]
     pub proxy_port: Option<u16>,
+    /// Ports a task may connect to wherever its layer limits TCP connect (the network
+    /// fence's host ports), allowed by the server's layer too under `network = "deny"`.
+    #[serde(default)]
+    pub task_connect: Vec<u16>,
     /// What must exist before the ruleset is built: made by [`Sandbox::create_files`]
     /// when the server enters the sandbox (never by `doctor` or `profile check`).
     #[serde(default)]
@@ -359,6 +363,7 @@ impl Sandbox {
             server_rmdir: extras.server_rmdir.clone(),
             bind: l.bind.clone(),
             proxy_port: None,
+            task_connect: Vec::new(),
             create,
             hints: Hints {
                 profile: String::new(),
@@ -512,7 +517,8 @@ impl Sandbox {
             .handle_access(all)
             .map_err(|e| fail(&e))?;
         let proxy_port = self.proxy_port.filter(|_| layer == Layer::Task);
-        if self.network == NetworkMode::Deny {
+        let deny = self.network == NetworkMode::Deny;
+        if deny {
             ruleset = ruleset
                 .handle_access(AccessNet::from_all(abi))
                 .map_err(|e| fail(&e))?;
@@ -582,21 +588,19 @@ impl Sandbox {
                 .add_rule(PathBeneath::new(fd, access))
                 .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
         }
-        if let Some(port) = proxy_port {
-            created = created
-                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
-                .map_err(|e| fail(&e))?;
-        }
-        if self.network == NetworkMode::Deny {
-            // The server's own layer also lets the server reach what it fetches itself
-            // (the web group's ports); the commands' layer has only their list. (Layers
-            // stack, so the server's must include the commands' ports too.)
-            let extra = if layer == Layer::Server {
-                &self.server_connect[..]
-            } else {
-                &[]
-            };
-            let mut ports: Vec<u16> = self.connect.iter().chain(extra).copied().collect();
+        if deny || proxy_port.is_some() {
+            // Under "deny" the server's own layer also lets the server reach what it
+            // fetches itself (the web group's ports, the proxy's doors, the host ports);
+            // the commands' layer has only their list, their door and the host ports.
+            // (Layers stack, so the server's must include the commands' ports too.)
+            let mut ports: Vec<u16> = self.task_connect.clone();
+            ports.extend(proxy_port);
+            if deny {
+                ports.extend(&self.connect);
+                if layer == Layer::Server {
+                    ports.extend(&self.server_connect);
+                }
+            }
             ports.sort_unstable();
             ports.dedup();
             for port in &ports {
@@ -604,6 +608,8 @@ impl Sandbox {
                     .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
                     .map_err(|e| fail(&e))?;
             }
+        }
+        if deny {
             for port in &self.bind {
                 created = created
                     .add_rule(NetPort::new(*port, AccessNet::BindTcp))

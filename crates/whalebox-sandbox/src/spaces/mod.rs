@@ -1,0 +1,269 @@
+//! The namespaces a session's tasks share, so that real work behaves as it does bare
+//! while staying apart from other sessions and from the machine:
+//!
+//! - **one network namespace per session**: its loopback is the session's, so a dev
+//!   server one command starts answers the next command's client; nothing leaves it but
+//!   through the listeners the server serves in it (the egress proxy's doors, the host
+//!   ports a profile names), and connections come in only where the profile publishes a
+//!   port;
+//! - **one mount namespace per session** whose `/dev/shm` is the session's own
+//!   directory (POSIX shared memory and semaphores: `multiprocessing`, test runners,
+//!   browsers), emptied when the session ends, while the machine's `/dev/shm` and other
+//!   sessions' stay out of sight;
+//! - without root, both inside a **user namespace** that maps only the caller's uid and
+//!   gid (as root, none: a root task stays root, fenced by Landlock and the exec gate).
+//!
+//! Who makes them: the [`Factory`] (`whalebox __spaces`), started before the server
+//! enters its Landlock fences (a process in a Landlock domain may not mount), forks one
+//! **holder** per session on request. The holder makes the namespaces, bind-mounts the
+//! session's directory over `/dev/shm`, brings `lo` up and sends the namespaces'
+//! descriptors back; then it serves the server's requests for listeners on the
+//! namespace's loopback ([`Spaces::listen`]) and connections into it
+//! ([`Spaces::connect`]): a socket keeps the namespace it was made in, so the server
+//! relays without a forwarder inside. A task's supervisor joins with [`join`] (setns)
+//! before its Landlock layer, so that layer is built inside.
+//!
+//! The holder runs only this module's code, takes requests only from the server's end of
+//! a socket pair, is not dumpable (no other process of its user reads its memory or
+//! descriptors), is outside every task's Landlock domain (no task may trace it), and dies
+//! with the factory, which dies with the server. Nothing a task sends reaches it.
+//!
+//! Bind mounts, not a fresh tmpfs, because Landlock follows the mount tree: a file under
+//! a tmpfs mounted on `/dev/shm` would be judged by the rules of `/dev` and `/`, which
+//! no layer grants, while a bind-mounted directory is its own inode, granted by name.
+
+mod factory;
+mod holder;
+mod wire;
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use nix::sched::{CloneFlags, setns, unshare};
+use serde::Serialize;
+
+pub use factory::{Factory, SUBCOMMAND, main};
+pub use holder::Spaces;
+
+/// What a session asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Wanted {
+    /// A network namespace (the network fence's strongest form).
+    pub network: bool,
+    /// The directory to bind over `/dev/shm` in a mount namespace (None: no mount
+    /// namespace).
+    pub shm: Option<std::path::PathBuf>,
+}
+
+/// What the holder made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Made {
+    /// Inside a user namespace of its own (unprivileged).
+    pub user: bool,
+    pub network: bool,
+    /// A mount namespace with the session's `/dev/shm`.
+    pub mount: bool,
+}
+
+/// One of a session's namespaces, as a descriptor of `/proc/PID/ns/*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    User,
+    Network,
+    Mount,
+}
+
+impl Kind {
+    fn flag(self) -> CloneFlags {
+        match self {
+            Kind::User => CloneFlags::CLONE_NEWUSER,
+            Kind::Network => CloneFlags::CLONE_NEWNET,
+            Kind::Mount => CloneFlags::CLONE_NEWNS,
+        }
+    }
+
+    /// The letter that names it in a hand-over.
+    pub fn letter(self) -> u8 {
+        match self {
+            Kind::User => b'u',
+            Kind::Network => b'n',
+            Kind::Mount => b'm',
+        }
+    }
+
+    pub fn from_letter(b: u8) -> Option<Kind> {
+        match b {
+            b'u' => Some(Kind::User),
+            b'n' => Some(Kind::Network),
+            b'm' => Some(Kind::Mount),
+            _ => None,
+        }
+    }
+
+    fn proc_name(self) -> &'static str {
+        match self {
+            Kind::User => "user",
+            Kind::Network => "net",
+            Kind::Mount => "mnt",
+        }
+    }
+}
+
+/// Join a session's namespaces (user first: it brings the rights to join the others),
+/// staying in the same working directory. The calling process must be single-threaded
+/// and share no file-system state with another (a fresh supervisor is both). Each
+/// descriptor is checked to be the namespace it claims (`setns` refuses another kind).
+pub fn join(namespaces: &[(Kind, OwnedFd)]) -> Result<(), String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+    for kind in [Kind::User, Kind::Network, Kind::Mount] {
+        for (k, fd) in namespaces {
+            if *k == kind {
+                setns(fd.as_fd(), kind.flag()).map_err(|e| {
+                    format!(
+                        "cannot join the session's {} namespace: {e}",
+                        kind.proc_name()
+                    )
+                })?;
+            }
+        }
+    }
+    if namespaces.iter().any(|(k, _)| *k == Kind::Mount) {
+        // Joining a mount namespace moves the working directory to its root.
+        std::env::set_current_dir(&cwd)
+            .map_err(|e| format!("cannot enter {} again: {e}", cwd.display()))?;
+    }
+    Ok(())
+}
+
+/// Why [`enter`] failed, and whether the process is still where it was (else it is
+/// inside a user namespace it could not finish, and must try nothing more).
+#[derive(Debug)]
+pub struct EnterError {
+    pub why: String,
+    pub tainted: bool,
+}
+
+/// Move the calling (single-threaded, dumpable: `/proc/self` must be its own) process
+/// into new namespaces: unshare `flags` as they are where the process may administer
+/// namespaces (root), else inside a new user namespace mapping only its own uid and gid.
+/// Ok(true): a user namespace was made.
+pub fn enter(flags: CloneFlags) -> Result<bool, EnterError> {
+    let first = match unshare(flags) {
+        Ok(()) => return Ok(false),
+        Err(e) => e,
+    };
+    // SAFETY: getuid and getgid cannot fail.
+    let uid = unsafe { nix::libc::getuid() };
+    let gid = unsafe { nix::libc::getgid() };
+    unshare(CloneFlags::CLONE_NEWUSER | flags).map_err(|e| EnterError {
+        why: format!(
+            "cannot make the session's namespaces: unshare: {first}; with a user namespace: \
+             {e} (unprivileged user namespaces are off here)"
+        ),
+        tainted: false,
+    })?;
+    // Without "deny", an unprivileged process may not write a gid map.
+    let write = |file: &str, text: String| {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/self/{file}"))
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| EnterError {
+                why: format!("writing /proc/self/{file}: {e}"),
+                tainted: true,
+            })
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("{uid} {uid} 1"))?;
+    write("gid_map", format!("{gid} {gid} 1"))?;
+    Ok(true)
+}
+
+/// Whether a network namespace can be made here, tried in the calling (throwaway,
+/// single-threaded) process: Ok(true) inside a user namespace, Ok(false) as it is.
+pub fn probe_network() -> Result<bool, String> {
+    let user = enter(CloneFlags::CLONE_NEWNET).map_err(|e| e.why)?;
+    loopback_up()?;
+    Ok(user)
+}
+
+/// `ip link set lo up`, by the ioctl, in the caller's network namespace.
+pub fn loopback_up() -> Result<(), String> {
+    use nix::libc;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: plain socket and ioctl calls on a zeroed, NUL-terminated ifreq.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(format!(
+                "socket for lo: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let fd = OwnedFd::from_raw_fd(fd);
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+            *dst = *src as libc::c_char;
+        }
+        if libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) < 0 {
+            return Err(format!(
+                "reading lo's flags: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(fd.as_raw_fd(), libc::SIOCSIFFLAGS, &req) < 0 {
+            return Err(format!(
+                "bringing lo up: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Send a session's namespace descriptors over a connected unix socket (a supervisor's
+/// request to join): one letter per descriptor, in order.
+pub fn send_namespaces(
+    socket: &impl AsFd,
+    namespaces: &[(Kind, std::os::fd::BorrowedFd<'_>)],
+) -> Result<(), String> {
+    let letters: Vec<u8> = namespaces.iter().map(|(k, _)| k.letter()).collect();
+    let fds: Vec<std::os::fd::BorrowedFd<'_>> = namespaces.iter().map(|(_, f)| *f).collect();
+    // An empty message would read as the end of the stream: say "none" with a dot.
+    let body = if letters.is_empty() {
+        b".".to_vec()
+    } else {
+        letters
+    };
+    wire::send(socket, &body, &fds).map_err(|e| format!("sending the namespaces: {e}"))
+}
+
+/// Receive what [`send_namespaces`] sent.
+pub fn receive_namespaces(socket: &impl AsFd) -> Result<Vec<(Kind, OwnedFd)>, String> {
+    let (body, fds) = wire::receive(socket, 3).map_err(|e| format!("{e}"))?;
+    if body.is_empty() {
+        return Err("the server closed the connection instead of answering".into());
+    }
+    if body == b"." {
+        return Ok(Vec::new());
+    }
+    if body.len() != fds.len() {
+        return Err(format!(
+            "{} namespaces named but {} descriptors sent",
+            body.len(),
+            fds.len()
+        ));
+    }
+    body.iter()
+        .zip(fds)
+        .map(|(b, fd)| {
+            Kind::from_letter(*b)
+                .map(|k| (k, fd))
+                .ok_or_else(|| format!("an unknown namespace letter {:?}", *b as char))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,248 @@
+//! A session's namespaces (see `guard::spaces`): the factory started before the server
+//! enters its fences, the pool of `/dev/shm` directories its Landlock layer names, the
+//! session's holder made with its first task, and the socket its tasks' supervisors
+//! join through.
+
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::guard::spaces::{Factory, Made, Spaces, Wanted};
+
+use super::Env;
+
+/// The factory, started once per process before Landlock (None: it could not start,
+/// and sessions get no namespaces).
+static FACTORY: OnceLock<Option<Factory>> = OnceLock::new();
+
+/// Start the factory (call before the server enters its Landlock fences).
+pub(super) fn start_factory() {
+    FACTORY.get_or_init(|| {
+        match std::env::current_exe().and_then(|exe| Factory::start(&exe)) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot start the namespace factory ({e}): commands get no namespaces of their session"
+                );
+                None
+            }
+        }
+    });
+}
+
+/// The `/dev/shm` directories of a server's sessions, made before the server enters its
+/// fences (its Landlock layer grants each by name: a bind mount's files are judged by
+/// the rules on the mounted directory itself, not on its parents), one per session at
+/// most; a session past them gets none (its `/dev/shm` stays closed, and it says so).
+#[derive(Debug)]
+pub struct ShmPool {
+    dirs: Vec<PathBuf>,
+    taken: Mutex<Vec<bool>>,
+}
+
+impl ShmPool {
+    /// `count` directories under `root` (the server's private directory).
+    pub(super) fn create(root: &Path, count: usize) -> std::io::Result<ShmPool> {
+        use std::os::unix::fs::PermissionsExt;
+        let base = root.join("shm");
+        std::fs::create_dir_all(&base)?;
+        let mut dirs = Vec::with_capacity(count);
+        for i in 0..count {
+            let dir = base.join(i.to_string());
+            std::fs::create_dir_all(&dir)?;
+            // As /dev/shm itself: anyone in the session may make objects, and remove only
+            // their own.
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777))?;
+            dirs.push(dir);
+        }
+        Ok(ShmPool {
+            taken: Mutex::new(vec![false; count]),
+            dirs,
+        })
+    }
+
+    pub(super) fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    fn take(self: &Arc<Self>) -> Option<ShmSlot> {
+        let mut taken = self.taken.lock().ok()?;
+        let i = taken.iter().position(|t| !t)?;
+        taken[i] = true;
+        Some(ShmSlot {
+            pool: Arc::clone(self),
+            index: i,
+        })
+    }
+}
+
+/// A session's `/dev/shm` directory, emptied and given back when the session ends.
+#[derive(Debug)]
+struct ShmSlot {
+    pool: Arc<ShmPool>,
+    index: usize,
+}
+
+impl ShmSlot {
+    fn dir(&self) -> &Path {
+        &self.pool.dirs[self.index]
+    }
+}
+
+impl Drop for ShmSlot {
+    fn drop(&mut self) {
+        // What the session's tasks left there (they are gone: the session ended).
+        if let Ok(entries) = std::fs::read_dir(self.dir()) {
+            for e in entries.flatten() {
+                let path = e.path();
+                // remove_dir_all does not follow symbolic links.
+                let _ = match e.file_type() {
+                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                    _ => std::fs::remove_file(&path),
+                };
+            }
+        }
+        if let Ok(mut taken) = self.pool.taken.lock() {
+            taken[self.index] = false;
+        }
+    }
+}
+
+/// A session's namespaces and the socket its tasks join them through.
+#[derive(Debug)]
+pub struct SessionSpaces {
+    pub spaces: Arc<Spaces>,
+    /// The supervisor's `--join` value.
+    join: String,
+    socket: PathBuf,
+    shm: Option<ShmSlot>,
+    /// Set when the session ends: the join thread stops.
+    ended: Arc<AtomicBool>,
+}
+
+impl SessionSpaces {
+    pub fn made(&self) -> Made {
+        self.spaces.made()
+    }
+
+    /// The session's `/dev/shm` directory, when its tasks see it there.
+    pub fn shm_dir(&self) -> Option<&Path> {
+        self.shm
+            .as_ref()
+            .filter(|_| self.spaces.made().mount)
+            .map(ShmSlot::dir)
+    }
+}
+
+impl Drop for SessionSpaces {
+    fn drop(&mut self) {
+        // Wakes the join thread, which then finds the session gone and ends.
+        self.ended.store(true, Ordering::SeqCst);
+        let _ = UnixStream::connect(&self.socket);
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+impl Env {
+    /// The session's namespaces, made with its first task: Err says why there are none
+    /// (no factory, or the holder could not make any).
+    pub fn spaces(&self) -> Result<Arc<SessionSpaces>, String> {
+        self.spaces
+            .get_or_init(|| self.make_spaces().map(Arc::new))
+            .clone()
+    }
+
+    fn make_spaces(&self) -> Result<SessionSpaces, String> {
+        let factory = FACTORY
+            .get()
+            .and_then(Option::as_ref)
+            .ok_or("no namespace factory (it starts with the server, before its fences)")?;
+        let net = &self.profile.network;
+        let shm = self.shm_pool.get().and_then(ShmPool::take);
+        let wanted = Wanted {
+            network: net.on() && net.kernel != crate::profile::network::KernelFence::Landlock,
+            shm: shm.as_ref().map(|s| s.dir().to_path_buf()),
+        };
+        let spaces = Arc::new(factory.make(&wanted)?);
+        for why in spaces.why_not() {
+            tracing::info!("session namespaces: {why}");
+        }
+        let token = random_token();
+        let socket = self.private.run.join("join.sock");
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket)
+            .map_err(|e| format!("cannot make the session's socket {}: {e}", socket.display()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| format!("{}: {e}", socket.display()))?;
+        }
+        let ended = Arc::new(AtomicBool::new(false));
+        serve_joins(
+            listener,
+            Arc::clone(&spaces),
+            token.clone(),
+            Arc::clone(&ended),
+        )?;
+        Ok(SessionSpaces {
+            spaces,
+            join: format!("{}:{token}", socket.display()),
+            socket,
+            shm,
+            ended,
+        })
+    }
+
+    /// The supervisor's `--join` value for a task (None: the session has no namespaces).
+    pub fn task_join(&self) -> Option<String> {
+        let spaces = self.spaces().ok()?;
+        let made = spaces.made();
+        (made.network || made.mount).then(|| spaces.join.clone())
+    }
+}
+
+/// Answer each supervisor that shows `token` with the session's namespaces, until the
+/// session is gone.
+fn serve_joins(
+    listener: UnixListener,
+    spaces: Arc<Spaces>,
+    token: String,
+    ended: Arc<AtomicBool>,
+) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("whalebox-join".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                if ended.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+                let mut line = String::new();
+                {
+                    use std::io::{BufRead, Read};
+                    let mut reader = std::io::BufReader::new(&conn).take(256);
+                    if reader.read_line(&mut line).is_err() {
+                        continue;
+                    }
+                }
+                if line.trim_end() != token {
+                    continue;
+                }
+                let _ = crate::guard::spaces::send_namespaces(&conn, &spaces.namespaces());
+            }
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start the session's join thread: {e}"))
+}
+
+/// 16 random bytes as hex (from the kernel's generator).
+fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut bytes);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
