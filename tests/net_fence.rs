@@ -501,9 +501,9 @@ fn a_repositorys_policy_file_says_which_hosts_its_commands_may_reach() {
     );
 }
 
-/// Without root, the namespace is made inside a user namespace whose maps the task's
-/// supervisor writes in /proc/self, under the server's Landlock layer: run the whole
-/// thing as `nobody` (needs root to switch, and setpriv).
+/// Without root, the session's namespace is made inside a user namespace (by its holder,
+/// outside the server's Landlock layer), which each task's supervisor joins: run the
+/// whole thing as `nobody` (needs root to switch, and setpriv).
 #[test]
 fn an_unprivileged_user_gets_its_own_network_namespace_too() {
     // SAFETY: geteuid cannot fail.

@@ -445,6 +445,16 @@ impl Profile {
         raw.web.check().map_err(&invalid)?;
         mcp_servers::check(&raw.mcp_servers).map_err(&invalid)?;
         network::check(&raw.network).map_err(&invalid)?;
+        if raw.network.mode == network::FenceMode::Enforce
+            && raw.network.kernel == network::KernelFence::Landlock
+            && landlock.mode == LandlockMode::Off
+        {
+            return Err(invalid(
+                "[network] mode = \"enforce\" with kernel = \"landlock\" needs Landlock, but [landlock] mode = \"off\": \
+                 set [landlock] mode = \"best-effort\", or [network] kernel = \"auto\""
+                    .into(),
+            ));
+        }
         let mut net = raw.network;
         net.ca_files = net
             .ca_files

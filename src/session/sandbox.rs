@@ -119,6 +119,9 @@ impl Env {
             // host ports the server relays to.
             extras.server_connect.extend(crate::net::fence::DOOR_PORTS);
             extras.server_connect.extend(&net.host_ports);
+            // Where the fence falls back to Landlock, the doors are on this machine's
+            // loopback, bound by the server.
+            extras.server_bind.extend(crate::net::fence::DOOR_PORTS);
             extras.read.extend(net.ca_files.iter().map(PathBuf::from));
         }
         let p = &self.profile;
@@ -179,7 +182,15 @@ impl Env {
             }
             None => Status::off(),
         };
-        Ok(self.sandbox_status.get_or_init(|| status))
+        let status = self.sandbox_status.get_or_init(|| status);
+        if self.profile.network.mode == crate::profile::network::FenceMode::Enforce
+            && (self.shell_on() || self.profile.tools.iter().any(|g| g == "mcp"))
+        {
+            // What this machine allows is known only by trying: a fence `enforce` cannot
+            // have stops start-up, not every command.
+            self.network()?;
+        }
+        Ok(status)
     }
 
     /// What the kernel enforces for this server's commands: the task layer's status

@@ -336,6 +336,7 @@ mod tests {
             bind: vec![],
             proxy_port: None,
             task_connect: Vec::new(),
+            server_bind: Vec::new(),
             create: vec![],
             hints: Hints {
                 profile: "/p/ci.toml".into(),

@@ -66,6 +66,10 @@ pub struct Sandbox {
     #[serde(default)]
     pub server_rmdir: Vec<PathBuf>,
     pub bind: Vec<u16>,
+    /// More ports the server's own layer may bind under `network = "deny"` (see
+    /// [`Extras::server_bind`]).
+    #[serde(default)]
+    pub server_bind: Vec<u16>,
     /// A task's egress proxy door, where its layer limits TCP connect (the network
     /// fence's Landlock fallback, or `network = "deny"`): its port is allowed.
     #[serde(default)]
@@ -268,6 +272,9 @@ pub struct Extras {
     /// TCP ports the server itself connects to (the web group's `[web] ports` and its
     /// search endpoint), with `network = "deny"`.
     pub server_connect: Vec<u16>,
+    /// TCP ports the server itself listens on, with `network = "deny"` (the egress
+    /// proxy's doors on this machine's loopback).
+    pub server_bind: Vec<u16>,
 }
 
 impl Sandbox {
@@ -362,6 +369,7 @@ impl Sandbox {
             server_read: extras.server_read.clone(),
             server_rmdir: extras.server_rmdir.clone(),
             bind: l.bind.clone(),
+            server_bind: extras.server_bind.clone(),
             proxy_port: None,
             task_connect: Vec::new(),
             create,
@@ -610,7 +618,15 @@ impl Sandbox {
             }
         }
         if deny {
-            for port in &self.bind {
+            let extra = if layer == Layer::Server {
+                &self.server_bind[..]
+            } else {
+                &[]
+            };
+            let mut ports: Vec<u16> = self.bind.iter().chain(extra).copied().collect();
+            ports.sort_unstable();
+            ports.dedup();
+            for port in &ports {
                 created = created
                     .add_rule(NetPort::new(*port, AccessNet::BindTcp))
                     .map_err(|e| fail(&e))?;
