@@ -96,3 +96,93 @@ fn a_policy_outside_the_workspace_serves_the_network_fence_with_the_boundary_off
     );
     assert!(said.contains("policy.toml"), "{said}");
 }
+
+/// Debuggers are the profile's choice (`[shell] debuggers`): off, ptrace fails inside a
+/// task and the result says which line opens it; on (the notification method), strace
+/// and gdb work on a program the task built, while every exec is still decided (a denied
+/// program stays denied under strace) and nothing outside the task can be traced.
+#[test]
+fn debuggers_are_refused_with_the_line_that_opens_them_and_work_when_opened() {
+    if common::skip_without_kernel_gate("debuggers_are_refused_with_the_line_that_opens_them") {
+        return;
+    }
+    let (Some(strace), Some(gdb), Some(_)) = (
+        common::find_system_program("strace"),
+        common::find_system_program("gdb"),
+        common::find_system_program("cc"),
+    ) else {
+        eprintln!("SKIPPED: needs strace, gdb and cc (.ci/run installs them)");
+        return;
+    };
+    let program = "#include <stdio.h>\n#include <stdlib.h>\nint main(void) { puts(\"hello\"); return system(\"true\"); }\n";
+    let profile = |debuggers: bool| {
+        format!(
+            "policy = \"policy.toml\"\n[shell]\nexec_boundary = \"required\"\nzsh = \"{}\"\ndebuggers = {debuggers}\n",
+            common::gated_zsh().display()
+        )
+    };
+    let policy = "version = 1\ndefault = \"allow\"\n\n[[rule]]\npattern = [\"touch\"]\ndecision = \"deny\"\njustification = \"tests deny touch\"\n";
+
+    let off = Fixture::new().with_profile(&profile(false));
+    std::fs::write(off.root.join("policy.toml"), policy).unwrap();
+    off.write("prog.c", program);
+    let (_, env) = off.call(
+        "shell_run",
+        &json!({"command": format!("cc -g -o prog prog.c && {} -o /dev/null ./prog", strace.display())}).to_string(),
+    );
+    let t = text(&env);
+    assert_ne!(env["data"]["exit_code"], 0, "{t}");
+    assert!(t.contains("debuggers = true"), "{t}");
+
+    let on = Fixture::new().with_profile(&profile(true));
+    std::fs::write(on.root.join("policy.toml"), policy).unwrap();
+    on.write("prog.c", program);
+    let command = format!(
+        "cc -g -o prog prog.c && {strace} -f -o trace.txt ./prog && grep -c execve trace.txt; \
+         {gdb} -batch -ex 'break main' -ex run -ex bt -ex continue ./prog 2>&1 | grep -E '^#0|exited normally'; \
+         {strace} -f -o /dev/null touch made; \
+         {strace} -o /dev/null -p $PPID; echo attach=$?",
+        strace = strace.display(),
+        gdb = gdb.display()
+    );
+    let (_, env) = on.call("shell_run", &json!({ "command": command }).to_string());
+    let t = text(&env);
+    assert_eq!(env["data"]["exec_boundary"]["method"], "notify", "{t}");
+    assert!(t.contains("hello"), "{t}");
+    assert!(
+        t.contains("#0  main () at prog.c"),
+        "gdb stops at its breakpoint: {t}"
+    );
+    assert!(t.contains("exited normally"), "{t}");
+    // Decided all the same: touch is denied under strace too.
+    assert!(
+        t.contains("whalebox: denied") && !on.ws.join("made").exists(),
+        "{t}"
+    );
+    // The supervisor (the shell's parent) is out of reach: its own Landlock domain.
+    assert!(t.contains("attach=1"), "{t}");
+}
+
+/// Debuggers and the ptrace method exclude each other (a process has one tracer): the
+/// profile is refused when it loads, naming both lines.
+#[test]
+fn debuggers_with_the_ptrace_method_are_refused_at_load() {
+    let f = Fixture::new().with_profile("[shell]\nexec_gate = \"ptrace\"\ndebuggers = true\n");
+    let out = f
+        .command(&[
+            "call",
+            "shell_run",
+            "--args",
+            r#"{"command": "true"}"#,
+            "--profile",
+            f.profile.as_ref().unwrap().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(common::code(&out), 2, "{said}");
+    assert!(
+        said.contains("debuggers") && said.contains("exec_gate"),
+        "{said}"
+    );
+}

@@ -41,6 +41,13 @@ pub struct ShellSection {
     /// How the kernel exec gate takes each exec: auto (seccomp user notification where
     /// the kernel has it, else ptrace), notify, or ptrace (every process traced).
     pub exec_gate: ExecGate,
+    /// Let a task's programs trace each other (strace, gdb, ltrace: ptrace inside the
+    /// task; the notification method only). The trade: an exec by a process another one
+    /// traces is decided on the path and argv the gate read, and not verified after, so
+    /// a program that traces another can change what it runs between the decision and
+    /// the exec. Off: ptrace fails inside a task with EPERM, and every allowed exec is
+    /// verified.
+    pub debuggers: bool,
     /// Who settles an `ask` when no person can answer.
     pub on_ask: crate::boundary::OnAsk,
     /// JSONL audit log of every exec decision.
@@ -96,6 +103,7 @@ impl Default for ShellSection {
             zsh: None,
             exec_boundary: ExecBoundary::default(),
             exec_gate: ExecGate::default(),
+            debuggers: false,
             on_ask: Default::default(),
             audit_log: None,
             approvals_file: None,
@@ -116,6 +124,12 @@ impl ShellSection {
         }
         if self.env.values().any(|v| v.contains('\0')) {
             return Err("shell.env: a value contains a NUL byte".into());
+        }
+        if self.debuggers && self.exec_gate == ExecGate::Ptrace {
+            return Err(
+                "shell.debuggers = true needs the notification method: under exec_gate = \"ptrace\" the gate traces every process, and a process has one tracer; set exec_gate = \"auto\" (or \"notify\"), or debuggers = false"
+                    .into(),
+            );
         }
         if self.max_tasks == 0 {
             return Err("shell.max_tasks = 0 would refuse every command; use at least 1".into());

@@ -98,6 +98,7 @@ impl Env {
                 kernel: Some(KernelGate {
                     socket: gate.server.socket().to_path_buf(),
                     method: Some(*method),
+                    debuggers: self.profile.shell.debuggers,
                 }),
                 note: None,
             }),
@@ -152,6 +153,7 @@ impl Env {
                 let gate = KernelGate {
                     socket: "/nonexistent/whalebox-probe.sock".into(),
                     method: Some(method),
+                    debuggers: false,
                 };
                 let out = std::process::Command::new(&exe)
                     .args([

@@ -35,12 +35,18 @@ pub const EXEC_GATE_FLAG: &str = "--exec-gate";
 /// notification where the kernel has it, else ptrace.
 pub const EXEC_GATE_METHOD_FLAG: &str = "--exec-gate-method";
 
+/// `--debuggers 1`: the task's programs may trace each other (`[shell] debuggers`).
+pub const DEBUGGERS_FLAG: &str = "--debuggers";
+
 /// The kernel exec gate for one task, as the supervisor's options.
 #[derive(Debug, Clone)]
 pub struct KernelGate {
     /// The decision server's socket.
     pub socket: std::path::PathBuf,
     pub method: Option<crate::boundary::kernel::Method>,
+    /// `[shell] debuggers`: ptrace is let through, and execs under a tracer of the
+    /// task's own go unverified.
+    pub debuggers: bool,
 }
 
 impl KernelGate {
@@ -50,6 +56,10 @@ impl KernelGate {
         if let Some(method) = self.method {
             args.push(EXEC_GATE_METHOD_FLAG.into());
             args.push(method.name().into());
+        }
+        if self.debuggers {
+            args.push(DEBUGGERS_FLAG.into());
+            args.push("1".into());
         }
         args
     }
@@ -114,6 +124,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         }
     };
     let join = option(JOIN_FLAG);
+    let debuggers = option(DEBUGGERS_FLAG).is_some();
     let socket_filter = option(SOCKET_FILTER_FLAG).is_some();
     let limits = option(LIMITS_FLAG);
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
@@ -153,7 +164,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         std::process::exit(126);
     }
     let status = match exec_gate {
-        Some(socket) => gated(shell, shell_args, socket, method, setup),
+        Some(socket) => gated(shell, shell_args, socket, method, setup, debuggers),
         None => plain(shell, shell_args, setup),
     };
     kill_everything();
@@ -242,6 +253,7 @@ fn gated(
     socket: &OsString,
     method: Option<crate::boundary::kernel::Method>,
     setup: crate::guard::limits::ChildSetup,
+    debuggers: bool,
 ) -> Status {
     use crate::boundary::kernel::tracer::{End, Options};
     // Not dumpable: no other user's process (a task's, should it run as another user)
@@ -256,6 +268,7 @@ fn gated(
         server: Some(socket.into()),
         timeout: Duration::from_millis(timeout_ms),
         setup,
+        debuggers,
     };
     match crate::boundary::kernel::run(shell, shell_args, method, &options, &|| {
         HANGUP.load(Ordering::SeqCst)

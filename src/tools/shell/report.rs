@@ -98,15 +98,18 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
     if let Some((_, found)) = &limits {
         diagnoses.extend(found.iter().cloned());
     }
+    let denial_tail = if task.mode == Mode::Pty {
+        strip_terminal(denial_tail.as_bytes())
+    } else {
+        denial_tail
+    };
     if let Some(sandbox) = &env.sandbox {
-        let denial_tail = if task.mode == Mode::Pty {
-            strip_terminal(denial_tail.as_bytes())
-        } else {
-            denial_tail
-        };
         for path in crate::shell::diagnose::denied_paths(&denial_tail)
             .iter()
             .rev()
+            // /proc is read-only by design (a debugger's /proc/PID/mem falls back to
+            // ptrace): "write under the workspace" would not help.
+            .filter(|p| !p.starts_with("/proc/"))
             .take(3)
         {
             diagnoses.push(crate::shell::diagnose::Diagnosis {
@@ -115,6 +118,20 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
                 next_step: "work inside the workspace (temporary files in $TMPDIR), or ask the user to widen the profile's fences".into(),
             });
         }
+    }
+    if !env.profile.shell.debuggers && crate::shell::diagnose::ptrace_refused(&denial_tail) {
+        diagnoses.push(crate::shell::diagnose::Diagnosis {
+            kind: "debugger",
+            message: "tracing is refused inside a task (ptrace: EPERM): the kernel exec gate \
+                      verifies every exec by attaching to it, and a process has one tracer"
+                .into(),
+            next_step: format!(
+                "to run strace, gdb or ltrace here, set [shell] debuggers = true in {} (the trade: \
+                 an exec by a traced process is decided but not verified after); else debug outside \
+                 the sandbox",
+                env.profile.source_name()
+            ),
+        });
     }
     let status = if running {
         "running"

@@ -12,9 +12,13 @@
 //!   filter's listener gets the notification) and could answer CONTINUE itself. The
 //!   flags are a plain integer argument, so the filter decides on them without a race.
 //! - `ptrace()`: a tracer inside the task could hold a process where the supervisor
-//!   needs to attach to verify an exec, or reach the supervisor itself; so `strace`,
-//!   `gdb` and `PTRACE_TRACEME` fail inside a task, as they did when every process of a
-//!   task was traced.
+//!   needs to attach to verify an exec; so `strace`, `gdb` and `PTRACE_TRACEME` fail
+//!   inside a task, as they did when every process of a task was traced. Unless the
+//!   profile trades that verification for debuggers (`[shell] debuggers = true`, the
+//!   notification method only): then `ptrace()` goes through, and an exec by a process
+//!   another one traces is decided on what was read but not verified after (see
+//!   `notify`). The supervisor stays out of reach either way: the task's own Landlock
+//!   domain keeps every process of it from tracing anything outside.
 //!
 //! Fail closed: with no listener left (the supervisor is gone) a notified call fails
 //! with ENOSYS, and so does a traced call with no tracer. Calls of another architecture
@@ -97,7 +101,8 @@ fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 }
 
 /// The gate's filter as a BPF program, built before `fork` so the child only installs it.
-pub fn gate_filter(method: Method) -> Result<Vec<libc::sock_filter>, String> {
+/// `debuggers`: `ptrace()` is let through instead of refused.
+pub fn gate_filter(method: Method, debuggers: bool) -> Result<Vec<libc::sock_filter>, String> {
     target_arch()?;
     use libc::{
         BPF_ABS, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W,
@@ -122,7 +127,13 @@ pub fn gate_filter(method: Method) -> Result<Vec<libc::sock_filter>, String> {
         /* 5 */ jump(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 8, 0), // → 14 kill
         /* 6 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_EXECVE, 8, 0), // → 15 exec
         /* 7 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_EXECVEAT, 7, 0), // → 15 exec
-        /* 8 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_PTRACE, 7, 0), // → 16 eperm
+        /* 8 */
+        jump(
+            BPF_JMP | BPF_JEQ | BPF_K,
+            SYS_PTRACE,
+            if debuggers { 1 } else { 7 }, // → 10 allow, or 16 eperm
+            0,
+        ),
         /* 9 */ jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_SECCOMP, 1, 0), // → 11 flags
         /* 10 */ stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         /* 11 */ stmt(BPF_LD | BPF_W | BPF_ABS, ARG1_LOW),
@@ -229,7 +240,7 @@ pub fn install(program: &BpfProgram) -> Result<(), String> {
 /// listener (a filter binds only the thread that installs it, and goes with it).
 pub fn notify_available() -> Result<(), String> {
     target_arch()?;
-    let program = gate_filter(Method::Notify)?;
+    let program = gate_filter(Method::Notify, false)?;
     std::thread::spawn(move || install_gate(&program, Method::Notify).map(drop))
         .join()
         .map_err(|_| "the probe thread panicked".to_string())?

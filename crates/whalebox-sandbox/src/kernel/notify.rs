@@ -20,7 +20,11 @@
 //!   denial kills the process before it runs. If the exec fails (or is restarted), the
 //!   interrupt stops it on its way back instead. Either way the supervisor detaches at
 //!   that stop. Seizing can fail (another tracer, a non-dumpable process without the
-//!   capability): the exec is then denied, fail closed.
+//!   capability): the exec is then denied, fail closed; but where the profile lets the
+//!   task's programs trace each other (`[shell] debuggers = true`) and the caller's
+//!   tracer is one of them (`strace ./prog`, `gdb ./prog`), it goes on decided on what
+//!   was read, unverified: that is the trade (a tracer, or any writer of the caller's
+//!   memory, can change the program between the decision and the exec).
 //! - **Chains.** Without fork events, a process's chain of programs comes from its
 //!   parent's: the nearest ancestor (by `/proc/PID/stat`) whose exec the gate saw. A
 //!   process orphaned before it exec'd (its parent gone, the supervisor its parent) is
@@ -235,6 +239,9 @@ struct Gate {
     decider: Decider<Held>,
     /// Why the task's first exec could not be verified (ptrace refused here).
     refused_start: Option<String>,
+    /// The task's programs may trace each other: an exec by one traced by another goes
+    /// on unverified.
+    debuggers: bool,
 }
 
 /// Start `program args` as the root of a task under the notification method and serve
@@ -246,7 +253,7 @@ pub fn run(
     hung_up: &dyn Fn() -> bool,
 ) -> Result<End, Refusal> {
     let signals = signal_fd().map_err(Refusal::Failed)?;
-    let root = start::start_notified(program, args, &options.setup)?;
+    let root = start::start_notified(program, args, &options.setup, options.debuggers)?;
     let mut gate = Gate {
         root: root.pid,
         root_started: false,
@@ -260,6 +267,7 @@ pub fn run(
         attached: HashMap::new(),
         decider: Decider::new(options.server.clone(), options.timeout),
         refused_start: None,
+        debuggers: options.debuggers,
     };
     let end = gate.serve(&signals, hung_up);
     gate.decider.flush(Duration::from_secs(2));
@@ -460,6 +468,17 @@ impl Gate {
             // stop that would have let it go came.
             Err(Errno::EPERM) if self.attached.contains_key(&tid) => {}
             Err(Errno::ESRCH) => return,
+            // Under a debugger of the task's own, which the profile allowed: decided on
+            // what was read, and not verified (the trade `[shell] debuggers` names).
+            Err(Errno::EPERM) if self.debuggers && self.traced_within(tid) => {
+                let _ = respond(
+                    &self.listener,
+                    id,
+                    0,
+                    libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+                );
+                return;
+            }
             Err(e) => {
                 let why = format!(
                     "whalebox cannot verify this exec: ptrace is refused ({e}): another \
@@ -486,6 +505,31 @@ impl Gate {
         );
         // A stop on its way back, should the exec not happen (no exec event then).
         let _ = ptrace::interrupt(tid);
+    }
+
+    /// Whether `tid`'s tracer is one of the task's processes (below the supervisor).
+    fn traced_within(&self, tid: Pid) -> bool {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{tid}/status")) else {
+            return false;
+        };
+        let tracer: i32 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("TracerPid:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let supervisor = self.lineage.supervisor;
+        let mut pid = tracer;
+        for _ in 0..256 {
+            if pid <= 1 {
+                return false;
+            }
+            match stat(pid) {
+                Some(s) if s.ppid == supervisor => return true,
+                Some(s) => pid = s.ppid,
+                None => return false,
+            }
+        }
+        false
     }
 
     /// Fail the exec call with EACCES and say why on the caller's stderr.

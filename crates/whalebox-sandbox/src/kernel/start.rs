@@ -67,7 +67,8 @@ fn environment() -> Vec<CString> {
 /// Fork and start `program args` as a tracee. Signals of the caller's mask are
 /// unblocked in the child. The supervisor must be single-threaded.
 pub fn start(program: &OsStr, args: &[OsString], setup: &ChildSetup) -> Result<Root, String> {
-    let bpf = filter::gate_filter(Method::Ptrace)?;
+    // Every process is traced by the supervisor: none can have a tracer of its own.
+    let bpf = filter::gate_filter(Method::Ptrace, false)?;
     let exec = Exec::new(program, args)?;
     let (report_r, report_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
@@ -228,12 +229,13 @@ pub fn start_notified(
     program: &OsStr,
     args: &[OsString],
     setup: &ChildSetup,
+    debuggers: bool,
 ) -> Result<Notified, Refusal> {
     use nix::sys::socket::{
         AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
         sendmsg, socketpair,
     };
-    let bpf = filter::gate_filter(Method::Notify).map_err(Refusal::Failed)?;
+    let bpf = filter::gate_filter(Method::Notify, debuggers).map_err(Refusal::Failed)?;
     let exec = Exec::new(program, args).map_err(Refusal::Failed)?;
     let (ours, theirs) = socketpair(
         AddressFamily::Unix,

@@ -52,6 +52,9 @@ pub struct Options {
     /// What the task's first process does before it installs the gate: join its
     /// cgroup, set its rlimits (see `crate::limits`).
     pub setup: crate::limits::ChildSetup,
+    /// The task's programs may trace each other (notification method only): see
+    /// `filter` and `notify` for what is traded.
+    pub debuggers: bool,
 }
 
 /// How the task's first program ended.
