@@ -230,6 +230,15 @@ mod tests {
     }
 }
 
+/// Whether the output says a debugger's ptrace() was refused (strace, gdb, ltrace).
+pub fn ptrace_refused(tail: &str) -> bool {
+    tail.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        (l.contains("ptrace") && l.contains("operation not permitted"))
+            || l.contains("could not trace the inferior")
+    })
+}
+
 /// Absolute paths named in permission errors (`EACCES`/`EPERM` as tools print them),
 /// most recent last, without repeats:
 ///
@@ -243,15 +252,6 @@ mod tests {
 /// - npm 10+: `npm error code EACCES` then `npm error path /p` a few lines below;
 /// - pip: `The directory '/p' or its parent directory is not owned or is not writable by
 ///   the current user. The cache has been disabled.`
-/// Whether the output says a debugger's ptrace() was refused (strace, gdb, ltrace).
-pub fn ptrace_refused(tail: &str) -> bool {
-    tail.lines().any(|l| {
-        let l = l.to_ascii_lowercase();
-        (l.contains("ptrace") && l.contains("operation not permitted"))
-            || l.contains("could not trace the inferior")
-    })
-}
-
 pub fn denied_paths(tail: &str) -> Vec<String> {
     let lines: Vec<&str> = tail.lines().collect();
     let mut out: Vec<String> = Vec::new();
