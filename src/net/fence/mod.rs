@@ -478,9 +478,22 @@ impl NetworkFence {
             .iter()
             .map(|((host, port), r)| json!({"host": host, "port": port, "rule": r.rule, "how_to_allow": r.how_to_allow, "times": r.times, "by": r.by}))
             .collect();
+        let mut still_open = self.inner.enforcement.still_open();
+        let host_ports = &self.inner.section.host_ports;
+        if !host_ports.is_empty() && matches!(self.inner.enforcement, Enforcement::Landlock { .. })
+        {
+            still_open.push(format!(
+                "TCP to any address on the host_ports ({}): Landlock decides by port",
+                host_ports
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         let data = json!({
             "enforcement": self.inner.enforcement.name(),
-            "still_open": self.inner.enforcement.still_open(),
+            "still_open": still_open,
             "reached": reached,
             "refused": refused,
         });
