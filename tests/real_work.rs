@@ -186,3 +186,23 @@ fn debuggers_with_the_ptrace_method_are_refused_at_load() {
         "{said}"
     );
 }
+
+/// Under the landlock fence (no namespace) a task's servers are on this machine's
+/// loopback, which the proxy never reaches: the refusal names the line that opens a port
+/// (`host_ports`), not the next hurdle (the ports list, then allow_domains, …).
+#[test]
+fn loopback_through_the_proxy_is_refused_naming_host_ports() {
+    let f = Fixture::new().with_profile("[network]\nkernel = \"landlock\"\n");
+    let (_, env) = f.call(
+        "shell_run",
+        &json!({"command": "curl -sS -m 5 http://127.0.0.1:47999/; curl -sS -m 5 http://localhost:47999/"})
+            .to_string(),
+    );
+    let t = text(&env);
+    if env["data"]["network"]["enforcement"] != "landlock" {
+        eprintln!("SKIPPED: the landlock fence cannot run here: {t}");
+        return;
+    }
+    assert!(t.contains("loopback") && t.contains("host_ports"), "{t}");
+    assert!(!t.contains("allowed ports"), "{t}");
+}

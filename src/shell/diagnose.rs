@@ -230,6 +230,17 @@ mod tests {
     }
 }
 
+/// Whether the output says a signal was refused (`kill`, `pkill`, `killall`: "operation
+/// not permitted").
+pub fn signal_refused(tail: &str) -> bool {
+    tail.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.contains("operation not permitted")
+            && (l.contains("kill") || l.contains("signal"))
+            && !l.contains("ptrace")
+    })
+}
+
 /// Whether the output says a debugger's ptrace() was refused (strace, gdb, ltrace).
 pub fn ptrace_refused(tail: &str) -> bool {
     tail.lines().any(|l| {

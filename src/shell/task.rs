@@ -275,6 +275,19 @@ impl TaskTable {
     }
 
     /// Ids of the tasks the table holds, oldest first.
+    /// The ids of the tasks still running.
+    pub fn running_ids(&self) -> Vec<String> {
+        self.tasks
+            .lock()
+            .map(|t| {
+                t.iter()
+                    .filter(|t| t.lock().ended_at.is_none())
+                    .map(|t| t.id.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub fn ids(&self) -> Vec<String> {
         self.tasks
             .lock()

@@ -21,6 +21,11 @@ pub(super) struct TaskDecide {
 impl Decide for TaskDecide {
     fn decide<'a>(&'a self, host: &'a str, port: u16) -> DecisionFuture<'a> {
         Box::pin(async move {
+            // Loopback through the proxy: never what a task needs, whatever the lists say
+            // (unless allow_private names it, as before).
+            if let Some(refusal) = self.inner.loopback(host, port) {
+                return refusal;
+            }
             // The profile's ports and deny list first; then the policy's rules, the
             // strictest of which wins over the profile's allow list; then the unlisted.
             let listed = self.inner.rules.verdict(host, port);
@@ -71,6 +76,33 @@ impl Decide for TaskDecide {
 }
 
 impl Inner {
+    /// A refusal that says how loopback is reached, for `localhost` or a loopback
+    /// address the profile's `allow_private` does not name.
+    fn loopback(&self, host: &str, port: u16) -> Option<Decision> {
+        let ip = match host {
+            "localhost" => std::net::IpAddr::from([127, 0, 0, 1]),
+            _ => host.trim_matches(['[', ']']).parse().ok()?,
+        };
+        if !ip.is_loopback()
+            || crate::web::address::AllowList::parse(&self.section.allow_private)
+                .is_ok_and(|a| a.allows(ip))
+        {
+            return None;
+        }
+        let how = match self.enforcement {
+            super::Enforcement::Namespace { .. } => format!(
+                "a server of this session's own is reached directly (NO_PROXY covers loopback), not through the proxy; for this machine's 127.0.0.1:{port}, add {port} to [network] host_ports"
+            ),
+            _ => format!(
+                "add {port} to [network] host_ports: commands then connect to 127.0.0.1:{port} directly (a server another command of this session started on this machine's loopback, or one the person runs)"
+            ),
+        };
+        Some(Decision::deny(
+            format!("{host}:{port} is this machine's loopback, which the proxy does not reach"),
+            how,
+        ))
+    }
+
     /// Ask about a host (`reason`: why it is asked); the answer holds for the session.
     pub(super) fn ask(&self, token: &str, host: &str, port: u16, reason: String) -> Decision {
         if let Some(allowed) = self.answered.lock().ok().and_then(|a| a.get(host).copied()) {

@@ -119,6 +119,29 @@ fn report(env: &Env, task: &Task, notes: &[String]) -> Result<ToolOutput, ToolEr
             });
         }
     }
+    if env.sandbox.is_some() && crate::shell::diagnose::signal_refused(&denial_tail) {
+        let others: Vec<String> = env
+            .tasks
+            .running_ids()
+            .into_iter()
+            .filter(|id| *id != task.id)
+            .collect();
+        diagnoses.push(crate::shell::diagnose::Diagnosis {
+            kind: "signal",
+            message: "a process outside this command cannot be signalled from it: each \
+                      shell_run is fenced apart (Landlock's signal scope), so a server another \
+                      call started is out of this one's reach"
+                .into(),
+            next_step: if others.is_empty() {
+                "stop a command another call started with shell_cancel on its task id".into()
+            } else {
+                format!(
+                    "stop it with shell_cancel on its task id (running in this session: {})",
+                    others.join(", ")
+                )
+            },
+        });
+    }
     if !env.profile.shell.debuggers && crate::shell::diagnose::ptrace_refused(&denial_tail) {
         diagnoses.push(crate::shell::diagnose::Diagnosis {
             kind: "debugger",
