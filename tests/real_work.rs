@@ -206,3 +206,33 @@ fn loopback_through_the_proxy_is_refused_naming_host_ports() {
     assert!(t.contains("loopback") && t.contains("host_ports"), "{t}");
     assert!(!t.contains("allowed ports"), "{t}");
 }
+
+/// `whalebox run -- cargo build` (the CI sandbox of the flake's devShell) failed the same
+/// way as shell_run: its command renames across directories too, and gets the /dev/shm
+/// of its session.
+#[test]
+fn whalebox_run_renames_across_directories_and_has_dev_shm() {
+    if common::skip_without_kernel_gate("whalebox_run_renames_across_directories") {
+        return;
+    }
+    let f = fenced("auto");
+    let profile = f.profile.as_ref().unwrap().to_str().unwrap().to_string();
+    let out = f
+        .command(&[
+            "run",
+            "--profile",
+            &profile,
+            "--",
+            "python3",
+            "-c",
+            "import os, multiprocessing as m; os.makedirs('a/b'); open('a/b/f', 'w').close(); \
+             os.rename('a/b/f', 'a/g'); print(sum(m.Pool(2).map(abs, [-1, -2])))",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3", "{said}");
+    assert!(f.ws.join("a/g").exists());
+}

@@ -246,3 +246,32 @@ fn random_token() -> String {
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's /dev/shm is emptied when it ends, without following what a task left
+    /// there (a link to a directory outside stays whole), and its slot serves the next.
+    #[test]
+    fn a_sessions_shm_is_emptied_at_its_end_and_links_are_not_followed() {
+        let top = tempfile::tempdir().unwrap();
+        let outside = top.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("precious"), "keep").unwrap();
+        let pool = Arc::new(ShmPool::create(top.path(), 1).unwrap());
+        let slot = pool.take().unwrap();
+        let dir = slot.dir().to_path_buf();
+        std::fs::write(dir.join("sem.x"), "1").unwrap();
+        std::fs::create_dir_all(dir.join("d/e")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+        assert!(pool.take().is_none(), "one slot, taken");
+        drop(slot);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_to_string(outside.join("precious")).unwrap(),
+            "keep"
+        );
+        assert!(pool.take().is_some(), "given back");
+    }
+}
