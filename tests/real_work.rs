@@ -236,3 +236,68 @@ fn whalebox_run_renames_across_directories_and_has_dev_shm() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3", "{said}");
     assert!(f.ws.join("a/g").exists());
 }
+
+/// A task that kills its own supervisor would leave its daemons running past the task
+/// and its session, out of every reach (they held the next session's /dev/shm): the
+/// gate's domain of the task scopes signals, so it cannot (Landlock ABI 6).
+#[test]
+fn a_task_cannot_kill_its_supervisor() {
+    if common::skip_without_kernel_gate("a_task_cannot_kill_its_supervisor") {
+        return;
+    }
+    if common::landlock_abi() < 6 {
+        eprintln!(
+            "SKIPPED: needs Landlock ABI 6 (signal scopes); this kernel has {}",
+            common::landlock_abi()
+        );
+        return;
+    }
+    for method in ["notify", "ptrace"] {
+        let f = fenced(method);
+        let (_, env) = f.call(
+            "shell_run",
+            r#"{"command": "kill -9 $PPID; echo rc=$?; sleep 0.2; test -d /proc/$PPID && echo alive"}"#,
+        );
+        let t = text(&env);
+        assert!(t.contains("rc=1") && t.contains("alive"), "{method}: {t}");
+    }
+}
+
+/// `publish` hands this machine's port to one session: an HTTP server holding many would
+/// give it to whichever took it first (another caller's OAuth callback), so it is refused
+/// at start unless the server holds one session.
+#[test]
+fn publish_is_refused_for_a_server_of_many_sessions() {
+    let f = Fixture::new().with_profile("[network]\npublish = [47998]\n");
+    let profile = f.profile.as_ref().unwrap().to_str().unwrap().to_string();
+    let mut child = f
+        .command(&["serve", "--http", "127.0.0.1:0", "--profile", &profile])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve --http with publish and max_sessions > 1 kept serving");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut said = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("max_sessions = 1") && said.contains("publish"),
+        "{said}"
+    );
+}

@@ -49,8 +49,19 @@ pub struct DoorConfig {
     pub identify: Option<Identify>,
 }
 
-/// See [`DoorConfig::identify`].
-pub type Identify = Arc<dyn Fn(SocketAddr, SocketAddr) -> Option<Vec<String>> + Send + Sync>;
+/// See [`DoorConfig::identify`]: the programs behind a connection, or, when another task
+/// holds the client end (its door is its own), who.
+pub type Identify =
+    Arc<dyn Fn(SocketAddr, SocketAddr) -> Result<Option<Vec<String>>, Foreign> + Send + Sync>;
+
+/// A connection to a door that is not its task's: what the door answers, and where the
+/// refusal is recorded (the task that made it, not the door's).
+pub struct Foreign {
+    /// The task whose processes connected.
+    pub task: String,
+    pub sink: Sink,
+    pub programs: Option<Vec<String>>,
+}
 
 /// The proxy's shared part; [`Egress::open`] serves one more listener with it.
 #[derive(Clone)]
@@ -242,7 +253,38 @@ async fn connection(
     // (a lookup is a few /proc reads and pidfd calls: tens of microseconds).
     let programs = match (&door.identify, stream.local_addr()) {
         (Some(identify), Ok(local)) => identify(peer, local),
-        _ => None,
+        _ => Ok(None),
+    };
+    let programs = match programs {
+        Ok(p) => p,
+        Err(foreign) => {
+            // Another command's door: its decisions, questions and records would name
+            // that command, so it serves only its own.
+            let why = format!(
+                "this proxy door belongs to another command of the session; task {} connected \
+                 to it. Each command's own HTTP_PROXY names its door",
+                foreign.task
+            );
+            answer(&mut stream, 403, "Forbidden", &why, &shared).await;
+            (foreign.sink)(ConnectionRecord {
+                id,
+                task: Some(foreign.task),
+                client: peer,
+                kind: Kind::Unknown,
+                host: None,
+                port: None,
+                address: None,
+                outcome: Outcome::Rejected { status: 403, why },
+                bytes_up: 0,
+                bytes_down: 0,
+                start,
+                end: SystemTime::now(),
+                note: None,
+                credential: None,
+                programs: foreign.programs,
+            });
+            return;
+        }
     };
     let mut conn = Conn {
         kind: Kind::Unknown,

@@ -92,19 +92,54 @@ impl ShmSlot {
 
 impl Drop for ShmSlot {
     fn drop(&mut self) {
-        // What the session's tasks left there (they are gone: the session ended).
-        if let Ok(entries) = std::fs::read_dir(self.dir()) {
-            for e in entries.flatten() {
-                let path = e.path();
-                // remove_dir_all does not follow symbolic links.
-                let _ = match e.file_type() {
-                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
-                    _ => std::fs::remove_file(&path),
-                };
-            }
+        // What the session's tasks left there (they are gone: the session ended). A
+        // directory a task made unreadable is opened up first; what still cannot go (an
+        // immutable file a root task made) retires the slot: the next session must not
+        // find anything of this one's.
+        let emptied = empty(self.dir()) || {
+            open_up(self.dir());
+            empty(self.dir())
+        };
+        if !emptied {
+            tracing::warn!(
+                "{} could not be emptied: it is not given to another session",
+                self.dir().display()
+            );
+            return;
         }
         if let Ok(mut taken) = self.pool.taken.lock() {
             taken[self.index] = false;
+        }
+    }
+}
+
+/// Remove everything in `dir` (never following a link); whether it is empty now.
+fn empty(dir: &Path) -> bool {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let path = e.path();
+            // remove_dir_all does not follow symbolic links.
+            let _ = match e.file_type() {
+                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
+        }
+    }
+    std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// Give the owner every right on the directories under `dir` (not following links), so
+/// that their entries can be removed.
+fn open_up(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            let path = e.path();
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700));
+            open_up(&path);
         }
     }
 }
@@ -114,7 +149,7 @@ impl Drop for ShmSlot {
 pub struct SessionSpaces {
     pub spaces: Arc<Spaces>,
     /// The supervisor's `--join` value.
-    join: String,
+    join: crate::shell::supervisor::Join,
     socket: PathBuf,
     shm: Option<ShmSlot>,
     /// Set when the session ends: the join thread stops.
@@ -141,6 +176,44 @@ impl Drop for SessionSpaces {
         self.ended.store(true, Ordering::SeqCst);
         let _ = UnixStream::connect(&self.socket);
         let _ = std::fs::remove_file(&self.socket);
+        // Whatever of the session still runs (a daemon that outlived its task) goes
+        // before its /dev/shm is emptied and given to another session.
+        end_leftovers(&self.spaces.identities(), self.spaces.pid());
+    }
+}
+
+/// SIGKILL every process in one of `namespaces` (a session's network or mount
+/// namespace) but the holder, which leaves by itself.
+fn end_leftovers(namespaces: &[crate::guard::spaces::Identity], holder: i32) {
+    use std::os::unix::fs::MetadataExt;
+    let ours: Vec<(u64, u64)> = namespaces
+        .iter()
+        .filter(|n| n.kind != 'u')
+        .map(|n| (n.dev, n.ino))
+        .collect();
+    if ours.is_empty() {
+        return;
+    }
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == holder || pid == std::process::id() as i32 {
+            continue;
+        }
+        let inside = ["net", "mnt"].iter().any(|ns| {
+            std::fs::metadata(format!("/proc/{pid}/ns/{ns}"))
+                .is_ok_and(|m| ours.contains(&(m.dev(), m.ino())))
+        });
+        if inside {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
     }
 }
 
@@ -178,6 +251,7 @@ impl Env {
             std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
                 .map_err(|e| format!("{}: {e}", socket.display()))?;
         }
+        let expect = spaces.identities();
         let ended = Arc::new(AtomicBool::new(false));
         serve_joins(
             listener,
@@ -187,7 +261,11 @@ impl Env {
         )?;
         Ok(SessionSpaces {
             spaces,
-            join: format!("{}:{token}", socket.display()),
+            join: crate::shell::supervisor::Join {
+                socket: socket.clone(),
+                token: token.clone(),
+                expect,
+            },
             socket,
             shm,
             ended,
@@ -198,7 +276,9 @@ impl Env {
     pub fn task_join(&self) -> Option<String> {
         let spaces = self.spaces().ok()?;
         let made = spaces.made();
-        (made.network || made.mount).then(|| spaces.join.clone())
+        (made.network || made.mount)
+            .then(|| serde_json::to_string(&spaces.join).ok())
+            .flatten()
     }
 }
 
@@ -265,6 +345,14 @@ mod tests {
         std::fs::write(dir.join("sem.x"), "1").unwrap();
         std::fs::create_dir_all(dir.join("d/e")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+        // A directory made unreadable to keep its files past the cleanup.
+        std::fs::create_dir(dir.join("locked")).unwrap();
+        std::fs::write(dir.join("locked/kept"), "x").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.join("locked"), std::fs::Permissions::from_mode(0o000))
+                .unwrap();
+        }
         assert!(pool.take().is_none(), "one slot, taken");
         drop(slot);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);

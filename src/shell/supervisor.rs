@@ -65,11 +65,21 @@ impl KernelGate {
     }
 }
 
-/// `--join SOCKET:TOKEN`: join the session's namespaces (its network namespace, its
+/// `--join JSON` ([`Join`]): join the session's namespaces (its network namespace, its
 /// mount namespace with the session's `/dev/shm`, and the user namespace they live in),
-/// whose descriptors the server hands over on SOCKET to whoever shows TOKEN (see
-/// `guard::spaces`). If that fails the task does not run (exit 126).
+/// whose descriptors the server hands over on a socket (see `guard::spaces`). If that
+/// fails the task does not run (exit 126).
 pub const JOIN_FLAG: &str = "--join";
+
+/// What a supervisor needs to join its session's namespaces, and to trust what it gets:
+/// the socket lives where tasks could replace it, so the answer must come from the
+/// server itself (its pid, by `SO_PEERCRED`) and be exactly these namespaces.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Join {
+    pub socket: std::path::PathBuf,
+    pub token: String,
+    pub expect: Vec<crate::guard::spaces::Identity>,
+}
 /// `--socket-filter 1`: refuse UDP, raw and non-TCP internet sockets (`net::sockets`),
 /// the fallback network fence beside Landlock's TCP port rule.
 pub const SOCKET_FILTER_FLAG: &str = "--socket-filter";
@@ -152,7 +162,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         None => crate::guard::limits::ChildSetup::none(),
     };
     if let Some(spec) = join {
-        join_session(spec);
+        join_session(spec, server);
     }
     if let Some(spec) = sandbox {
         enter_sandbox(spec);
@@ -354,26 +364,46 @@ fn prepare_limits(spec: &OsString) -> crate::guard::limits::ChildSetup {
 
 /// The session's namespaces, before the task's Landlock layer (which is then built
 /// inside them: its `/dev/shm` is the session's).
-fn join_session(spec: &OsString) {
+fn join_session(spec: &OsString, server: i32) {
     let fail = |why: String| -> ! {
         eprintln!(
             "whalebox: the session's namespaces could not be joined: {why}; not running the command"
         );
         std::process::exit(126);
     };
-    let text = spec.to_str().unwrap_or_default();
-    let Some((socket, token)) = text.rsplit_once(':') else {
-        fail(format!("a bad {JOIN_FLAG} value {text:?}"));
+    let join: Join = match spec
+        .to_str()
+        .ok_or_else(|| "not UTF-8".to_string())
+        .and_then(|s| serde_json::from_str(s).map_err(|e| e.to_string()))
+    {
+        Ok(j) => j,
+        Err(e) => fail(format!("a bad {JOIN_FLAG} value ({e})")),
     };
-    let namespaces = std::os::unix::net::UnixStream::connect(socket)
-        .map_err(|e| format!("cannot reach the session's socket {socket}: {e}"))
+    let namespaces = std::os::unix::net::UnixStream::connect(&join.socket)
+        .map_err(|e| {
+            format!(
+                "cannot reach the session's socket {}: {e}",
+                join.socket.display()
+            )
+        })
         .and_then(|mut conn| {
             use std::io::Write;
+            // Whoever listens there must be the server (a task may have replaced the file).
+            let peer =
+                nix::sys::socket::getsockopt(&conn, nix::sys::socket::sockopt::PeerCredentials)
+                    .map_err(|e| format!("who answers on the session's socket: {e}"))?;
+            if peer.pid() != server {
+                return Err(format!(
+                    "the session's socket is answered by process {}, not the server ({server})",
+                    peer.pid()
+                ));
+            }
             let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
-            conn.write_all(format!("{token}\n").as_bytes())
+            conn.write_all(format!("{}\n", join.token).as_bytes())
                 .map_err(|e| format!("asking for the namespaces: {e}"))?;
             crate::guard::spaces::receive_namespaces(&conn)
-        });
+        })
+        .and_then(|n| crate::guard::spaces::verify(&n, &join.expect).map(|()| n));
     match namespaces.and_then(|n| crate::guard::spaces::join(&n)) {
         Ok(()) => {}
         Err(e) => fail(e),

@@ -153,3 +153,60 @@ async def test_host_ports_reach_the_machine_and_publish_reaches_the_task(whalebo
     finally:
         server.shutdown()
         other.shutdown()
+
+
+FAKE_JOIN = r'''
+import os, socket, sys
+run = os.path.dirname(os.path.dirname(os.environ["WHALEBOX_GATE_SOCKET"]))
+path = os.path.join(run, "join.sock")
+os.unlink(path)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen()
+open("fake-ready", "w").close()
+while True:
+    c, _ = s.accept()
+    open("fake-asked", "a").write("asked\n")
+    c.recv(256)
+    c.sendmsg([b"."])  # "no namespaces": the machine's own, were it believed
+    c.close()
+'''
+
+
+async def test_a_replaced_join_socket_is_not_believed(whalebox_bin, workspace):
+    """A task replaces the socket later tasks join their session's namespaces through,
+    and answers "none": were that believed, they would run in the machine's own network
+    namespace, past the proxy. The supervisor checks who answers (the server's pid) and
+    what (the very namespaces the server made), and runs nothing otherwise."""
+    async with session(whalebox_bin, workspace) as c:
+        env = await run(c, "readlink /proc/self/ns/net")
+        fenced(env)
+        (workspace / "fake.py").write_text(FAKE_JOIN)
+        env = await run(c, "exec python3 fake.py", background=True)
+        await run(c, "for i in $(seq 100); do test -e fake-ready && exit 0; sleep 0.05; done; exit 1")
+        env = await run(c, "readlink /proc/self/ns/net; echo ran")
+        # The fake was reached (the attack is real), and nothing ran.
+        assert (workspace / "fake-asked").exists(), env["text"]
+        assert "ran" not in env["text"], env["text"]
+        assert env["data"]["exit_code"] == 126 and "not the server" in env["text"], env["text"]
+
+
+async def test_another_commands_door_is_refused_and_blamed_on_the_caller(whalebox_bin, workspace, tmp_path):
+    """Every command of a session has its own proxy door on the session's loopback; a
+    command that uses another's would have its connections decided, asked about and
+    recorded as that command's. It gets a 403, and the refusal is its own."""
+    audit = tmp_path / "audit.jsonl"
+    profile = f'[shell]\naudit_log = "{audit}"\n'
+    async with session(whalebox_bin, workspace, profile=profile) as c:
+        env = await run(c, "echo $HTTPS_PROXY > innocent-door; sleep 5", background=True)
+        innocent = env["data"]["task_id"]
+        await run(c, "for i in $(seq 100); do test -s innocent-door && exit 0; sleep 0.05; done; exit 1")
+        door = (workspace / "innocent-door").read_text().strip()
+        env = await run(c, f"curl -sS -m 5 -x {door} http://example.com/ ; echo; echo mine=$HTTPS_PROXY")
+        fenced(env)
+        assert "belongs to another command" in env["text"], env["text"]
+        assert door not in env["text"].split("mine=")[1], "the attacker's own door is another"
+        env = envelope(await c.call_tool("shell_wait", {"task_id": innocent, "timeout_ms": 8000}))
+        assert not env["data"]["network"]["refused"] and not env["data"]["network"]["reached"], env["data"]["network"]
+    records = [json.loads(l) for l in audit.read_text().splitlines() if '"network"' in l]
+    assert records and all("sleep 5" not in r.get("command", "") for r in records), records

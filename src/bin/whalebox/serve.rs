@@ -75,6 +75,14 @@ pub(crate) async fn serve_http(registry: Registry, env: Arc<Env>, addr: String) 
     if let Err(e) = settings.check_exposure() {
         return usage(&e);
     }
+    if !env.profile.network.publish.is_empty() && settings.max_sessions > 1 {
+        // The machine's port reaches one session's server: with many, whichever took it
+        // first would get another caller's OAuth callback.
+        return usage(
+            "[network] publish hands this machine's ports to one session, and serve --http \
+             holds many: set [http] max_sessions = 1 (one agent per server), or leave publish out",
+        );
+    }
     let auth = match Authenticator::load(&settings).await {
         Ok(a) => a,
         Err(e) => return usage(&e),

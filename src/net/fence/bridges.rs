@@ -178,7 +178,7 @@ async fn relay(mut a: TcpStream, mut b: TcpStream, stop: &CancellationToken) -> 
 impl Inner {
     /// The task (its token) whose processes hold the client end `peer` of a connection,
     /// and the programs from its shell to the one that connected.
-    fn owner_of(
+    pub(super) fn owner_of(
         &self,
         peer: SocketAddr,
         local: Option<SocketAddr>,

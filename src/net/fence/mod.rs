@@ -579,8 +579,31 @@ impl Inner {
         let inner = Arc::downgrade(self);
         let token = token.to_string();
         Arc::new(move |peer, door| {
-            let pid = inner.upgrade()?.entries.lock().ok()?.get(&token)?.pid?;
-            super::programs::chain(pid, peer, door)
+            let Some(inner) = inner.upgrade() else {
+                return Ok(None);
+            };
+            let pid = inner
+                .entries
+                .lock()
+                .ok()
+                .and_then(|e| e.get(&token).and_then(|e| e.pid));
+            if let Some(found) = pid.and_then(|pid| super::programs::chain(pid, peer, door)) {
+                return Ok(Some(found));
+            }
+            // Not this task's: another task of the session may be using its door.
+            match inner.owner_of(peer, Some(door)) {
+                Some((other, programs)) if other != *token => {
+                    let (task, _) = inner.task_of(&other);
+                    let recorder = Arc::clone(&inner);
+                    let sink: Sink = Arc::new(move |r| recorder.record(&other, r));
+                    Err(super::proxy::Foreign {
+                        task: task.unwrap_or_default(),
+                        sink,
+                        programs: Some(programs),
+                    })
+                }
+                _ => Ok(None),
+            }
         })
     }
 

@@ -196,14 +196,21 @@ fn child_signals() {
 /// with EXDEV: so the whole tree is granted REFER here (`cargo build`'s renames into
 /// `target/`, `os.replace`, `ln a/b/f a/h`). The other layers still decide where a task
 /// may write.
+///
+/// It also scopes signals (ABI 6): no process of the task can signal the supervisor,
+/// whose death would orphan the task's daemons out of every reach (the task's layer
+/// scopes signals too, but the supervisor is inside that one).
 fn own_domain() {
-    use landlock::{AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr};
+    use landlock::{
+        AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    };
     // Landlock needs no new privileges of an unprivileged process (the filter does too).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
     let with_refer = PathFd::new("/").ok().map(|root| {
         Ruleset::default()
             .handle_access(AccessFs::MakeBlock | AccessFs::Refer)
+            .and_then(|r| r.scope(Scope::Signal))
             .and_then(|r| r.create())
             .and_then(|r| r.add_rule(PathBeneath::new(root, AccessFs::Refer)))
             .and_then(|r| r.restrict_self())
@@ -213,6 +220,7 @@ fn own_domain() {
         // then fail, but the supervisor stays out of reach.
         let _ = Ruleset::default()
             .handle_access(AccessFs::MakeBlock)
+            .and_then(|r| r.scope(Scope::Signal))
             .and_then(|r| r.create())
             .and_then(|r| r.restrict_self());
     }

@@ -52,6 +52,14 @@ impl Spaces {
         self.pid
     }
 
+    /// What each namespace is, for the supervisors to check what they are handed.
+    pub fn identities(&self) -> Vec<super::Identity> {
+        self.namespaces
+            .iter()
+            .filter_map(|(k, fd)| super::Identity::of(*k, fd).ok())
+            .collect()
+    }
+
     /// The namespaces a task joins, for [`super::send_namespaces`].
     pub fn namespaces(&self) -> Vec<(Kind, BorrowedFd<'_>)> {
         self.namespaces

@@ -108,6 +108,62 @@ impl Kind {
     }
 }
 
+/// A namespace as the kernel names it: its kind and the (device, inode) of its nsfs file,
+/// the same whichever descriptor or `/proc/PID/ns` link reaches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Identity {
+    pub kind: char,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl Identity {
+    /// The identity of the namespace behind `fd`, if it is one of `kind` (an nsfs file
+    /// whose type the kernel confirms: a pidfd or any other file is refused).
+    pub fn of(kind: Kind, fd: &impl AsFd) -> Result<Identity, String> {
+        use std::os::fd::AsRawFd;
+        // NS_GET_NSTYPE: _IO(0xb7, 0x3).
+        const NS_GET_NSTYPE: nix::libc::c_ulong = 0xb703;
+        // SAFETY: an ioctl with no argument on a descriptor we hold.
+        let t = unsafe { nix::libc::ioctl(fd.as_fd().as_raw_fd(), NS_GET_NSTYPE as _) };
+        if t < 0 || t != kind.flag().bits() {
+            return Err(format!(
+                "the descriptor handed over as the session's {} namespace is not one",
+                kind.proc_name()
+            ));
+        }
+        let st = nix::sys::stat::fstat(fd.as_fd()).map_err(|e| format!("fstat: {e}"))?;
+        Ok(Identity {
+            kind: kind.letter() as char,
+            dev: st.st_dev,
+            ino: st.st_ino,
+        })
+    }
+}
+
+/// Check that `namespaces` are exactly the `expected` ones (no more, no fewer, the very
+/// namespaces the server made): what a supervisor does before joining, so that whoever
+/// answers on the join socket cannot put a task anywhere else.
+pub fn verify(namespaces: &[(Kind, OwnedFd)], expected: &[Identity]) -> Result<(), String> {
+    if namespaces.len() != expected.len() {
+        return Err(format!(
+            "{} namespaces handed over where the server made {}",
+            namespaces.len(),
+            expected.len()
+        ));
+    }
+    for (kind, fd) in namespaces {
+        let got = Identity::of(*kind, fd)?;
+        if !expected.contains(&got) {
+            return Err(format!(
+                "the {} namespace handed over is not the session's",
+                kind.proc_name()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Join a session's namespaces (user first: it brings the rights to join the others),
 /// staying in the same working directory. The calling process must be single-threaded
 /// and share no file-system state with another (a fresh supervisor is both). Each

@@ -1,4 +1,4 @@
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use super::*;
 
@@ -42,4 +42,30 @@ fn a_descriptor_of_another_kind_is_refused_by_join() {
     let net = std::fs::File::open("/proc/self/ns/net").unwrap();
     let err = join(&[(Kind::Mount, net.into())]).unwrap_err();
     assert!(err.contains("mnt"), "{err}");
+}
+
+#[test]
+fn only_the_very_namespaces_expected_pass_the_check() {
+    let net = std::fs::File::open("/proc/self/ns/net").unwrap();
+    let ours = Identity::of(Kind::Network, &net).unwrap();
+    // The expected one passes.
+    let fd: OwnedFd = std::fs::File::open("/proc/self/ns/net").unwrap().into();
+    verify(&[(Kind::Network, fd)], &[ours]).unwrap();
+    // Another namespace of the same kind (a forged answer) does not.
+    let other = Identity {
+        ino: ours.ino + 1,
+        ..ours
+    };
+    let fd: OwnedFd = std::fs::File::open("/proc/self/ns/net").unwrap().into();
+    assert!(verify(&[(Kind::Network, fd)], &[other]).is_err());
+    // A pidfd, which setns would also take (and act on with the joiner's rights), does not.
+    // SAFETY: pidfd_open of our own pid, no flags.
+    let raw = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, std::process::id(), 0) };
+    assert!(raw >= 0);
+    // SAFETY: a descriptor the kernel just gave us.
+    let pidfd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw as i32) };
+    let err = verify(&[(Kind::Network, pidfd)], &[ours]).unwrap_err();
+    assert!(err.contains("not one"), "{err}");
+    // None where the server made one ("no namespaces" from whoever answers) does not.
+    assert!(verify(&[], &[ours]).is_err());
 }
