@@ -327,20 +327,25 @@ fn mode_off_leaves_commands_on_the_network_and_enforce_refuses_without_a_fence()
     assert!(text(&env).starts_with("none\n"), "{}", text(&env));
     assert!(env["data"].get("network").is_none(), "{env:#}");
 
-    // Landlock off and namespaces refused: nothing is left to enforce with.
+    // Landlock off and namespaces refused: nothing is left to enforce with, which the
+    // profile says by itself, so it is refused when it loads.
     let f = Fixture::new().with_profile(
         "[shell]\nexec_boundary = \"off\"\n[landlock]\nmode = \"off\"\n[network]\nmode = \"enforce\"\nkernel = \"landlock\"\n",
     );
-    let env = f.err(
-        "shell_run",
-        &json!({"command": "echo hi"}).to_string(),
-        "unsupported",
-    );
-    assert!(
-        text(&env).contains("[network] mode = \"enforce\""),
-        "{}",
-        text(&env)
-    );
+    let out = f
+        .command(&[
+            "call",
+            "shell_run",
+            "--args",
+            r#"{"command": "echo hi"}"#,
+            "--profile",
+            f.profile.as_ref().unwrap().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(common::code(&out), 2);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("[network] mode = \"enforce\""), "{said}");
 }
 
 #[test]
