@@ -125,7 +125,11 @@ fn empty(dir: &Path) -> bool {
             };
         }
     }
-    std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
+    match std::fs::read_dir(dir) {
+        Ok(mut d) => d.next().is_none(),
+        // Gone with the server's private directory: nothing of the session is left.
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 /// Give the owner every right on the directories under `dir` (not following links), so
