@@ -301,3 +301,25 @@ fn publish_is_refused_for_a_server_of_many_sessions() {
         "{said}"
     );
 }
+
+/// `whalebox doctor` never enters a sandbox, so it starts no namespace factory: it asks
+/// the probe whether a session could have its network namespace, and says so.
+#[test]
+fn doctor_says_the_namespace_fence_where_the_probe_makes_one() {
+    let probe = std::process::Command::new(common::bin())
+        .arg("__netns-probe")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&probe.stdout).trim().to_string();
+    if said != "net" && said != "user" {
+        eprintln!("SKIPPED: no network namespaces here: {said}");
+        return;
+    }
+    let f = Fixture::new();
+    let out = f.command(&["doctor", "--json"]).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["network"]["enforcement"]["kind"], "namespace",
+        "{report:#}"
+    );
+}

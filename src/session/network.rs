@@ -19,7 +19,16 @@ impl Env {
                 if !net.on() {
                     return Ok(None);
                 }
-                // The namespace fence is the session's network namespace, if it was made.
+                // The namespace fence is the session's network namespace, if it was made;
+                // without a factory (`whalebox doctor`, never in a sandbox) a probe says
+                // whether one could be.
+                if net.kernel != crate::profile::network::KernelFence::Landlock
+                    && !super::spaces::factory_running()
+                {
+                    let enforcement = crate::net::fence::detect(net.kernel, landlock_on);
+                    return NetworkFence::new(net, self.fence_settings(), enforcement, None)
+                        .map(|f| f.map(Arc::new));
+                }
                 let spaces = match net.kernel {
                     crate::profile::network::KernelFence::Landlock => None,
                     _ => Some(self.spaces()),
@@ -39,23 +48,25 @@ impl Env {
                     crate::net::fence::detect_with(net.kernel, landlock_on, namespace);
                 NetworkFence::new(
                     net,
-                    crate::net::fence::FenceSettings {
-                        on_ask: self.profile.shell.on_ask,
-                        approver: self.approver.clone(),
-                        ask_timeout: std::time::Duration::from_millis(
-                            self.profile.input.timeout_ms,
-                        ),
-                        audit_log: self.profile.shell.audit_log.clone(),
-                        run_dir: self.private.run.clone(),
-                        policy_rules: self.network_rules.to_vec(),
-                        approvals_file: self.profile.shell.approvals_file.clone(),
-                    },
+                    self.fence_settings(),
                     enforcement,
                     spaces.and_then(Result::ok).map(|s| Arc::clone(&s.spaces)),
                 )
                 .map(|f| f.map(Arc::new))
             })
             .clone()
+    }
+
+    fn fence_settings(&self) -> crate::net::fence::FenceSettings {
+        crate::net::fence::FenceSettings {
+            on_ask: self.profile.shell.on_ask,
+            approver: self.approver.clone(),
+            ask_timeout: std::time::Duration::from_millis(self.profile.input.timeout_ms),
+            audit_log: self.profile.shell.audit_log.clone(),
+            run_dir: self.private.run.clone(),
+            policy_rules: self.network_rules.to_vec(),
+            approvals_file: self.profile.shell.approvals_file.clone(),
+        }
     }
 
     /// The network fence's part of a task that is about to start (None: no fence).

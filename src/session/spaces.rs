@@ -31,6 +31,12 @@ pub(super) fn start_factory() {
     });
 }
 
+/// Whether the factory runs (it does once a server entered its sandbox; `whalebox
+/// doctor` never starts one, and asks a probe instead).
+pub(super) fn factory_running() -> bool {
+    FACTORY.get().is_some_and(Option::is_some)
+}
+
 /// The `/dev/shm` directories of a server's sessions, made before the server enters its
 /// fences (its Landlock layer grants each by name: a bind mount's files are judged by
 /// the rules on the mounted directory itself, not on its parents), one per session at
