@@ -193,7 +193,7 @@ class Workloads:
         if config == "ptrace" and gate.get("method") != "ptrace":
             pytest.skip(f"SKIPPED: exec_gate = \"ptrace\" is not what doctor reports as {u.name}: {gate}")
         profile = place.base / "profile.toml"
-        profile.write_text(harness.render_profile(harness.profile_for(config, self.zsh, needs)))
+        profile.write_text(harness.render_profile(harness.profile_for(config, self.zsh, needs)) + needs.toml)
         return profile
 
 

@@ -63,6 +63,12 @@ class Needs:
     host_ports: list[int] = dataclasses.field(default_factory=list)
     publish: list[int] = dataclasses.field(default_factory=list)
     debuggers: bool = False
+    # Any other profile lines, by section (`{"network": {"credentials": …}}`): merged
+    # over the configuration's own, so a test can only add to what it stands for.
+    profile: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    # Raw TOML appended to the profile (tables the flat form cannot say, e.g.
+    # `[network.credentials.NAME]`), after the configuration's sections.
+    toml: str = ""
 
 
 def rust_toolchain_bin() -> pathlib.Path | None:
@@ -124,6 +130,8 @@ def profile_for(config: str, zsh: str, needs: Needs) -> dict[str, dict[str, Any]
         network["publish"] = list(needs.publish)
     if network:
         p["network"] = network
+    for section, keys in needs.profile.items():
+        p.setdefault(section, {}).update(keys)
     return p
 
 
