@@ -31,4 +31,7 @@ pub struct GitSection {
     pub main_worktree: MainWorktree,
     /// Set when the workspace is a linked worktree (whatever the setting).
     pub linked: Option<crate::guard::git::LinkedWorktree>,
+    /// Set when a `.git` file named a worktree whalebox could not verify: why no root
+    /// was derived from it.
+    pub refused: Option<String>,
 }

@@ -488,9 +488,20 @@ impl Profile {
                 ));
             }
         }
+        let (linked, refused) = match crate::guard::git::linked_worktree(&workspace) {
+            Ok(linked) => (linked, None),
+            Err(why) => {
+                warnings.push(format!(
+                    "[git]: no root derived from the workspace's `.git` file: {why}; \
+                     add the main repository to read_roots yourself if you trust it"
+                ));
+                (None, Some(why))
+            }
+        };
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
-            linked: crate::guard::git::linked_worktree(&workspace),
+            linked,
+            refused,
         };
         let mut landlock = landlock;
         if let (MainWorktree::Read, Some(linked)) = (git.main_worktree, &git.linked) {

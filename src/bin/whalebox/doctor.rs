@@ -133,19 +133,23 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         match env.profile.git.main_worktree {
             whalebox::profile::MainWorktree::Read => println!(
                 "git:        a linked worktree of {root}: read-only; git may write {} \
-                 ([git] main_worktree = \"read\")",
+                 ([git] main_worktree = \"read\"); trusted because {}",
                 linked
                     .commit_paths()
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                linked.evidence
             ),
             whalebox::profile::MainWorktree::Off => println!(
                 "git:        a linked worktree of {root}, closed ([git] main_worktree = \"off\"): \
                  git fails here"
             ),
         }
+    }
+    if let Some(why) = &env.profile.git.refused {
+        println!("git:        no worktree root derived (the `.git` file is not verified): {why}");
     }
     let l = &env.profile.landlock;
     println!("presets:    {}", presets_line(l));
