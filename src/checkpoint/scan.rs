@@ -9,6 +9,7 @@
 //!   not stored again.
 
 use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -117,6 +118,42 @@ impl Scanner {
 
     /// The file stamps, kept in `path` so the next process (a `whalebox call`, the CLI, a
     /// restarted server) need not read every file again, as git's index does.
+    /// The directory `rel` of the workspace, opened beneath it without following links.
+    fn open_dir(&self, rel: &str) -> std::io::Result<OwnedFd> {
+        use nix::fcntl::OFlag;
+        let root = std::fs::File::open(&self.root)?;
+        crate::guard::beneath::open_beneath(
+            &root,
+            Path::new(rel),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+        )
+    }
+
+    /// A file's bytes, opened by name in its directory without following a link, and
+    /// read only when what was opened is a regular file on the workspace's device (a
+    /// swap between the stat and the open reads nothing), at most max_file_bytes.
+    fn read_file(&self, dir: &OwnedFd, name: &str, dev: u64) -> std::io::Result<Vec<u8>> {
+        use nix::fcntl::OFlag;
+        use std::io::Read;
+        let fd = crate::guard::beneath::open_beneath(
+            dir,
+            Path::new(name),
+            OFlag::O_RDONLY | OFlag::O_NONBLOCK,
+        )?;
+        let file = std::fs::File::from(fd);
+        let meta = file.metadata()?;
+        if !meta.is_file() || meta.dev() != dev {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "changed into something other than a file of the workspace while scanned",
+            ));
+        }
+        let mut bytes = Vec::new();
+        file.take(self.rules.max_file_bytes)
+            .read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
     pub fn save_index(&self, path: &Path, generation: u64) -> std::io::Result<()> {
         let index = Index {
             generation,
@@ -210,7 +247,23 @@ impl Scanner {
             w.add(&abs, rel);
         }
         out.listed += 1;
-        let listing = std::fs::read_dir(&abs)?;
+        // Beneath the workspace's descriptor, no link followed at any component, no
+        // mount crossed: a directory a task swapped for a link to `/proc/self` is not
+        // listed (issue 41), it is kept as unreadable instead.
+        let dirfd = match self.open_dir(rel) {
+            Ok(fd) => fd,
+            Err(e) if !rel.is_empty() && swapped(&e) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!("{rel} became a link or another file system while it was scanned"),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let root_dev = std::fs::File::from(dirfd.try_clone()?).metadata()?.dev();
+        // The listing of that very directory (its descriptor, not its path); each
+        // entry is then stat'ed relative to it.
+        let listing = std::fs::read_dir(format!("/proc/self/fd/{}", dirfd.as_raw_fd()))?;
         let mut entries = Vec::new();
         for item in listing {
             let item = match item {
@@ -318,7 +371,7 @@ impl Scanner {
                     });
                     continue;
                 }
-                let hash = match std::fs::read(item.path()) {
+                let hash = match self.read_file(&dirfd, &name, root_dev) {
                     Ok(bytes) => {
                         out.read += 1;
                         out.bytes += bytes.len() as u64;
@@ -437,6 +490,16 @@ fn now_ns() -> i128 {
         .unwrap_or(0)
 }
 
+/// Whether an open failed because a component is now a link, not a directory, or on
+/// another file system: what a task's swap looks like.
+fn swapped(e: &std::io::Error) -> bool {
+    use nix::errno::Errno;
+    matches!(
+        e.raw_os_error().map(Errno::from_raw),
+        Some(Errno::ELOOP | Errno::ENOTDIR | Errno::EXDEV)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tree::flatten;
@@ -530,6 +593,26 @@ mod tests {
             !paths.iter().any(|p| p.ends_with(".tmp")),
             "a write in progress: {paths:?}"
         );
+    }
+
+    #[test]
+    fn a_swapped_link_is_never_listed_or_read() {
+        // What a task's flip leaves at the moment of the open: the name checked as a
+        // file or a directory is a link to /proc by then (issue 41).
+        let (_d, ws, _store) = tree();
+        std::os::unix::fs::symlink("/proc/self/environ", ws.join("e")).unwrap();
+        std::os::unix::fs::symlink("/proc/self", ws.join("d")).unwrap();
+        let s = Scanner::new(&ws, rules(), false);
+        let root = s.open_dir("").unwrap();
+        let dev = std::fs::File::from(root.try_clone().unwrap())
+            .metadata()
+            .unwrap()
+            .dev();
+        assert!(s.read_file(&root, "run.sh", dev).is_ok());
+        assert!(s.read_file(&root, "e", dev).is_err(), "read through a link");
+        let e = s.open_dir("d").unwrap_err();
+        assert!(swapped(&e), "{e}");
+        assert!(s.open_dir("d/task").is_err());
     }
 
     #[test]

@@ -1,8 +1,12 @@
 """Paths: what whalebox opens, or trusts, because of what a task wrote in the workspace.
 A planted `.git` file naming an outside directory as its repository must not make a
-later session add that directory as a root (issue 41)."""
+later session add that directory as a root; a file flipped to a link to /proc while the
+checkpoint scanner works must not be read through it (issue 41)."""
 
+import json
+import pathlib
 import subprocess
+import time
 
 import pytest
 
@@ -56,3 +60,53 @@ async def test_a_planted_git_file_derives_no_root(wl, config, user):
             await later.sh("true", why="the later session stopped working")
 
     await wl.run("planted_git_file", config, user, steps)
+
+
+def _files_under(root: pathlib.Path):
+    for p in root.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            yield p
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_the_checkpoint_scanner_follows_no_swapped_link(wl, config, user):
+    """A background task flips `x/e` between a file and a symlink to /proc/self/environ
+    (atomic renames, for a bounded time) while the model calls `write` (each write is
+    preceded by a checkpoint scan). Whalebox itself is the target, so the control is the
+    mechanism: bare, a plain following open of `x/e` during the flips returns the
+    opener's environment (the swap happens and a following open reaches /proc). Fenced,
+    no blob of the checkpoint store may hold the server's environment, and the server
+    keeps working. The window between the scanner's stat and its open is narrow, so on
+    the unfixed scanner this race is hit only sometimes in its bounded rounds; the
+    deterministic proof of the check is the Rust test
+    `checkpoint::scan::tests::a_swapped_link_is_never_listed_or_read`."""
+    flip = ("mkdir -p x && end=$((SECONDS+6)); while [ $SECONDS -lt $end ]; do "
+            "printf plain > x/f && mv -f x/f x/e; ln -sfn /proc/self/environ x/l && mv -Tf x/l x/e; done")
+    async def steps(t):
+        marker = f"HOME={t.place.home}".encode()
+        handle = await t.start(flip)
+        seen = 0
+        if not t.fenced:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not seen:
+                try:
+                    # The reader's own environment (this test's), through the link.
+                    seen += b"PATH=" in (t.ws / "x" / "e").read_bytes()
+                except OSError:
+                    pass
+            await t.wait(handle, timeout=30)
+            check(await t.sh("true"), seen > 0,
+                  "bare, a following open of the flipped link should return an environment (the probe is broken)")
+            return
+        for i in range(40):
+            e = await t.call("write", {"file_path": str(t.ws / "y.txt"), "content": f"round {i}\n"})
+            assert e.get("ok"), e
+        r = await t.wait(handle, timeout=30)
+        argv = t.user.wrap([t.binary, "doctor", "--json", "--profile", str(t.profile), "--workspace", str(t.ws)])
+        out = subprocess.run(argv, env=t.place.env(), capture_output=True, text=True, timeout=60, cwd=t.ws)
+        store = pathlib.Path(json.loads(out.stdout)["checkpoints"]["store"])
+        leaked = [str(p) for p in _files_under(store) if marker in p.read_bytes()]
+        check(r, not leaked, f"the checkpoint store holds the server's environment: {leaked}")
+        await t.sh("true", why="the server stopped working after the flips")
+
+    await wl.run("scanner_swap", config, user, steps)

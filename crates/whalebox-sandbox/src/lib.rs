@@ -39,6 +39,7 @@
 //! assert!(matches!(refused, GuardError::Denied { .. }));
 //! ```
 
+pub mod beneath;
 pub mod git;
 pub mod kernel;
 pub mod landlock;
