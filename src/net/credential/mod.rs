@@ -30,9 +30,11 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use super::head::Head;
 
 mod ca;
+mod mask;
 use crate::web::guard::host_matches;
 pub use ca::trust_env;
 use ca::{make_ca, system_bundle, validity};
+pub(crate) use mask::{Masked, Masker};
 
 /// How the secret is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -463,6 +465,18 @@ impl Credentials {
             }
         }
         out
+    }
+
+    /// A masker for a response body from `host`: every form of every covering
+    /// credential's secret (None: no credential covers `host`).
+    pub(crate) fn masker(&self, host: &str) -> Option<Masker> {
+        let forms: Vec<_> = self
+            .entries
+            .iter()
+            .filter(|e| e.covers(host))
+            .flat_map(|e| e.forms())
+            .collect();
+        (!forms.is_empty()).then(|| Masker::new(forms))
     }
 
     /// Screens a plain-HTTP request (or a CONNECT's host) before it is forwarded: a
