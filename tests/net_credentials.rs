@@ -151,8 +151,15 @@ impl Origin {
                                 && h.get("authorization").is_none();
                             let auth = h.get("authorization").cloned();
                             let _ = req.into_body().collect().await;
+                            // `/echo`: the request's Authorization in the body too.
+                            let echoed = match (&auth, path.starts_with("/echo")) {
+                                (Some(a), true) => {
+                                    format!("auth={}\n", String::from_utf8_lossy(a.as_bytes()))
+                                }
+                                _ => String::new(),
+                            };
                             let mut resp = Response::new(Full::new(Bytes::from(format!(
-                                "hello from {name} at {path}\n"
+                                "hello from {name} at {path}\n{echoed}"
                             ))));
                             // An origin that echoes what it got (the proxy masks the secret).
                             if let Some(a) = auth {
@@ -829,8 +836,8 @@ async fn tls_through(
         .unwrap()
 }
 
-/// Sends one keep-alive GET and reads its answer (the test origin's bodies are short and
-/// carry Content-Length).
+/// Sends one keep-alive GET and reads its answer (the proxy relays a credential host's
+/// body chunked, since masking the secret in it may change its length).
 async fn get(s: &mut tokio_rustls::client::TlsStream<TcpStream>, path: &str, auth: &str) -> String {
     s.write_all(
         format!("GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n\r\n").as_bytes(),
@@ -845,19 +852,42 @@ async fn get(s: &mut tokio_rustls::client::TlsStream<TcpStream>, path: &str, aut
         got.extend_from_slice(&chunk[..n]);
         let text = String::from_utf8_lossy(&got).to_string();
         if let Some(end) = text.find("\r\n\r\n") {
-            let len: usize = text[..end]
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap())
-                })
-                .unwrap();
-            if got.len() >= end + 4 + len {
+            let len: Option<usize> = text[..end].lines().find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            });
+            let whole = match len {
+                Some(len) => got.len() >= end + 4 + len,
+                None => text.ends_with("0\r\n\r\n"),
+            };
+            if whole {
                 return text;
             }
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_echoing_the_secret_in_its_body_hands_back_the_placeholder() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+    let answer = get(&mut s, "/echo", &format!("Bearer {ph}")).await;
+    assert_eq!(
+        origin.seen()[0].authorization.as_deref(),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the origin got the secret"
+    );
+    assert!(!answer.contains(SECRET), "{answer}");
+    // The body comes chunked: its data lines are every other line after the sizes.
+    let (_, chunked) = answer.split_once("\r\n\r\n").unwrap();
+    let body: String = chunked.split("\r\n").skip(1).step_by(2).collect();
+    assert!(!body.contains(SECRET), "{body}");
+    assert!(body.contains(&format!("auth=Bearer {ph}")), "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -100,6 +100,10 @@ impl Front {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: std::error::Error + Send + Sync + 'static,
     {
+        if let Some(refusal) = ambiguous_host(&request) {
+            self.metrics.request("other", refusal.status().as_u16());
+            return closing(refusal);
+        }
         let path = request.uri().path().to_string();
         let (route, response) = match path.as_str() {
             "/mcp" => ("/mcp", self.mcp(request).await),
@@ -247,6 +251,33 @@ fn closing(mut response: Response<Body>) -> Response<Body> {
     response
 }
 
+/// A 400 for a request whose target host is ambiguous (RFC 9112 §3.2): more than one
+/// `Host` header, or a `Host` that disagrees with an absolute-form target's authority.
+/// Whoever checks `Host` later (DNS rebinding, routing) reads one value; a second one or
+/// a different authority would let a request be judged by one and served by the other.
+fn ambiguous_host<B>(request: &Request<B>) -> Option<Response<Body>> {
+    let hosts: Vec<_> = request.headers().get_all(header::HOST).iter().collect();
+    if hosts.len() > 1 {
+        return Some(text_body(
+            StatusCode::BAD_REQUEST,
+            "the request has more than one Host header (RFC 9112 §3.2): send exactly one\n",
+        ));
+    }
+    if let (Some(authority), Some(host)) = (request.uri().authority(), hosts.first()) {
+        let same = host
+            .to_str()
+            .is_ok_and(|h| h.eq_ignore_ascii_case(authority.as_str()));
+        if !same {
+            return Some(text_body(
+                StatusCode::BAD_REQUEST,
+                "the Host header disagrees with the request target's authority \
+                 (RFC 9112 §3.2): send the same host in both, or an origin-form target\n",
+            ));
+        }
+    }
+    None
+}
+
 /// None for a GET or HEAD; else 405.
 fn only_get<B>(request: &Request<B>) -> Option<Response<Body>> {
     if request.method() == Method::GET || request.method() == Method::HEAD {
@@ -336,6 +367,46 @@ mod tests {
         assert_eq!(front.answers_unsent(), 1);
         drop(dropped);
         assert_eq!(front.answers_unsent(), 0);
+    }
+
+    #[tokio::test]
+    async fn two_host_headers_are_refused_with_400_before_any_route() {
+        let front = front().await;
+        let mut req = request(Method::POST);
+        let headers = req.headers_mut();
+        headers.append(header::HOST, "localhost".parse().unwrap());
+        headers.append(header::HOST, "evil.example".parse().unwrap());
+        let response = front.handle(req).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(front.answers_unsent(), 0, "the endpoint never saw it");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert!(String::from_utf8_lossy(&body).contains("more than one Host"));
+    }
+
+    #[tokio::test]
+    async fn a_host_that_disagrees_with_the_absolute_target_is_refused() {
+        let front = front().await;
+        let mut req = request(Method::GET);
+        *req.uri_mut() = "http://localhost:8080/healthz".parse().unwrap();
+        req.headers_mut()
+            .insert(header::HOST, "evil.example".parse().unwrap());
+        assert_eq!(front.handle(req).await.status(), StatusCode::BAD_REQUEST);
+
+        let mut req = request(Method::GET);
+        *req.uri_mut() = "http://localhost:8080/healthz".parse().unwrap();
+        req.headers_mut()
+            .insert(header::HOST, "LOCALHOST:8080".parse().unwrap());
+        assert_eq!(front.handle(req).await.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn one_host_header_is_served() {
+        let front = front().await;
+        let mut req = request(Method::GET);
+        *req.uri_mut() = "/healthz".parse().unwrap();
+        req.headers_mut()
+            .insert(header::HOST, "localhost".parse().unwrap());
+        assert_eq!(front.handle(req).await.status(), StatusCode::OK);
     }
 
     #[tokio::test]

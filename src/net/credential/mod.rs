@@ -30,9 +30,11 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use super::head::Head;
 
 mod ca;
+mod mask;
 use crate::web::guard::host_matches;
 pub use ca::trust_env;
 use ca::{make_ca, system_bundle, validity};
+pub(crate) use mask::{Masked, Masker};
 
 /// How the secret is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +108,34 @@ impl Entry {
                 format!("Basic {}", B64.encode(format!("{user}:{}", self.secret))),
             ),
         }
+    }
+
+    /// Each encoding the proxy itself sends the secret in, paired with the same encoding
+    /// of the placeholder: what a response is masked for. An echo of `Authorization:
+    /// Basic` hands back base64 of `user:secret`, not the secret's own bytes, so masking
+    /// the raw secret alone would let it through.
+    fn forms(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut forms = vec![(
+            self.secret.clone().into_bytes(),
+            self.placeholder.clone().into_bytes(),
+        )];
+        let mut encoded = |secret: String, placeholder: String| {
+            let pair = (
+                B64.encode(secret).into_bytes(),
+                B64.encode(placeholder).into_bytes(),
+            );
+            if !forms.contains(&pair) {
+                forms.push(pair);
+            }
+        };
+        encoded(self.secret.clone(), self.placeholder.clone());
+        if let Sending::Basic { user } = &self.sending {
+            encoded(
+                format!("{user}:{}", self.secret),
+                format!("{user}:{}", self.placeholder),
+            );
+        }
+        forms
     }
 }
 
@@ -423,16 +453,30 @@ impl Credentials {
     pub(crate) fn mask_value(&self, host: &str, value: &[u8]) -> Option<Vec<u8>> {
         let mut out: Option<Vec<u8>> = None;
         for e in self.entries.iter().filter(|e| e.covers(host)) {
-            let cur = out.as_deref().unwrap_or(value);
-            if memmem::find(cur, e.secret.as_bytes()).is_some() {
-                out = Some(replace_all(
-                    cur,
-                    e.secret.as_bytes(),
-                    e.placeholder.as_bytes(),
-                ));
+            // Longest first: the Basic pair's base64 is not a superstring of the
+            // secret's, but the raw secret may sit inside a longer form's text.
+            let mut forms = e.forms();
+            forms.sort_by_key(|(secret, _)| std::cmp::Reverse(secret.len()));
+            for (secret, placeholder) in forms {
+                let cur = out.as_deref().unwrap_or(value);
+                if memmem::find(cur, &secret).is_some() {
+                    out = Some(replace_all(cur, &secret, &placeholder));
+                }
             }
         }
         out
+    }
+
+    /// A masker for a response body from `host`: every form of every covering
+    /// credential's secret (None: no credential covers `host`).
+    pub(crate) fn masker(&self, host: &str) -> Option<Masker> {
+        let forms: Vec<_> = self
+            .entries
+            .iter()
+            .filter(|e| e.covers(host))
+            .flat_map(|e| e.forms())
+            .collect();
+        (!forms.is_empty()).then(|| Masker::new(forms))
     }
 
     /// Screens a plain-HTTP request (or a CONNECT's host) before it is forwarded: a

@@ -124,3 +124,17 @@ fn leaf_configs_are_made_once_per_host() {
     assert_eq!(a.alpn_protocols, vec![b"http/1.1".to_vec()]);
     assert!(c.ca_pem().starts_with("-----BEGIN CERTIFICATE-----"));
 }
+
+#[test]
+fn an_echoed_secret_is_masked_in_every_encoding_the_proxy_sent_it_in() {
+    let c = creds();
+    let git = c.task_env()[1].1.clone();
+    let basic = B64.encode("x-access-token:s3cret");
+    let echoed = format!("echo: Basic {basic}, alone {}", B64.encode("s3cret"));
+    let masked = c.mask_value("git.example", echoed.as_bytes()).unwrap();
+    let masked = String::from_utf8(masked).unwrap();
+    assert!(!masked.contains(&basic), "{masked}");
+    assert!(!masked.contains(&B64.encode("s3cret")), "{masked}");
+    assert!(masked.contains(&B64.encode(format!("x-access-token:{git}"))));
+    assert!(masked.contains(&B64.encode(&git)));
+}

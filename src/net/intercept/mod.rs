@@ -38,7 +38,7 @@ mod streams;
 use streams::{Counted, Prefixed};
 
 use super::config::ProxyConfig;
-use super::credential::{Credentials, Leak, provider};
+use super::credential::{Credentials, Leak, Masked, provider};
 use super::head::Target;
 use super::record::Outcome;
 use super::relay::Counters;
@@ -483,6 +483,12 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         };
         headers.append(name.clone(), value);
     }
+    // The answer is masked as it streams (`credential::Masked`); a compressed body
+    // would hide the secret from it, so the origin is asked for the body as it is.
+    headers.insert(
+        http::header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
     parts.headers = headers;
     let req = Request::from_parts(parts, body);
 
@@ -536,8 +542,23 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 };
                 headers.append(name.clone(), value);
             }
+            let encoded = headers
+                .get(http::header::CONTENT_ENCODING)
+                .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+            if encoded {
+                return st.bad_gateway(format!(
+                    "{host}:{port} answered with a compressed body although asked for \
+                     identity; whalebox cannot mask the credential's secret in it, so it is \
+                     not relayed: ask without compression (no --compressed, Accept-Encoding: identity)"
+                ));
+            }
+            // Masking changes the body's length: it goes chunked.
+            headers.remove(http::header::CONTENT_LENGTH);
             parts.headers = headers;
-            Response::from_parts(parts, body.boxed())
+            match creds.masker(host) {
+                Some(masker) => Response::from_parts(parts, Masked::new(body, masker).boxed()),
+                None => Response::from_parts(parts, body.boxed()),
+            }
         }
         Err(e) => st.bad_gateway(format!("{host}:{port} did not answer the request: {e}")),
     }
