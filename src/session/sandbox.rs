@@ -17,8 +17,13 @@ impl Env {
         if self.profile.landlock.mode == crate::profile::LandlockMode::Off {
             return Ok(None);
         }
+        // Commands get their TMPDIR in full, and may only read the run directory (the
+        // session's CA bundle; its sockets they connect to, which needs no grant): one
+        // that could write there could put its own relay in place of a decision socket.
+        // The server's layer has full rights on both through `server_private` below.
         let mut extras = Extras {
-            private: vec![self.private.tmp.clone(), self.private.run.clone()],
+            private: vec![self.private.tmp.clone()],
+            read: vec![self.private.run.clone()],
             ..Extras::default()
         };
         if let Ok(exe) = std::env::current_exe() {
@@ -139,8 +144,47 @@ impl Env {
         if let Some(s) = &sandbox {
             // Bad combinations (enforce on a kernel that cannot) stop start-up here.
             s.check(Layer::Task).map_err(SetupError::Sandbox)?;
+            self.state_out_of_reach(s)?;
         }
         Ok(sandbox)
+    }
+
+    /// Refuse to start when a task's layer would let commands write whalebox's own state
+    /// (its decision sockets, audit log, approvals file, checkpoint store): Landlock
+    /// cannot carve them out of a tree it grants, so a profile that grants such a tree
+    /// (or puts a log inside the workspace) must change.
+    fn state_out_of_reach(&self, sandbox: &Sandbox) -> Result<(), SetupError> {
+        let shell = &self.profile.shell;
+        let mut state: Vec<(&str, PathBuf)> = vec![(
+            "its private run directory (decision sockets; follows $TMPDIR)",
+            self.private.run.clone(),
+        )];
+        if let Some(log) = &shell.audit_log {
+            state.push(("[shell] audit_log", log.clone()));
+        }
+        if let Some(file) = &shell.approvals_file {
+            state.push(("[shell] approvals_file", file.clone()));
+        }
+        if let Some(c) = &self.checkpoints {
+            state.push((
+                "the checkpoint store ([checkpoints] dir)",
+                c.dir().to_path_buf(),
+            ));
+        }
+        for (what, path) in state {
+            if let Some(grant) = sandbox.task_writes(&path) {
+                return Err(SetupError::Sandbox(format!(
+                    "whalebox's own state, {what} at {}, lies under {}, which commands may \
+                     write (the workspace, [landlock] rw, or a preset's cache): a command could \
+                     forge or replace it. Move it outside every writable tree, or grant a \
+                     narrower directory in {}",
+                    path.display(),
+                    grant.display(),
+                    self.profile.source_name()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Put the server itself inside its Landlock fences. Call on the main thread before

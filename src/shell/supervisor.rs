@@ -174,7 +174,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         std::process::exit(126);
     }
     let status = match exec_gate {
-        Some(socket) => gated(shell, shell_args, socket, method, setup, debuggers),
+        Some(socket) => gated(shell, shell_args, socket, server, method, setup, debuggers),
         None => plain(shell, shell_args, setup),
     };
     kill_everything();
@@ -261,6 +261,7 @@ fn gated(
     shell: &OsString,
     shell_args: &[OsString],
     socket: &OsString,
+    server: i32,
     method: Option<crate::boundary::kernel::Method>,
     setup: crate::guard::limits::ChildSetup,
     debuggers: bool,
@@ -276,6 +277,7 @@ fn gated(
         .unwrap_or(120_000);
     let options = Options {
         server: Some(socket.into()),
+        server_pid: Some(server),
         timeout: Duration::from_millis(timeout_ms),
         setup,
         debuggers,

@@ -126,6 +126,8 @@ pub struct Decider<W> {
     /// The decision server's socket, connected at the first exec that needs it (a task
     /// whose only exec is its first program never connects: no connection, no policy).
     socket: Option<PathBuf>,
+    /// The server's pid, checked against whoever answers on the socket.
+    server_pid: Option<i32>,
     server: Option<Server>,
     timeout: Duration,
     /// The server's own policy, once it sent it.
@@ -150,9 +152,10 @@ pub struct Answer<W> {
 }
 
 impl<W> Decider<W> {
-    pub fn new(socket: Option<PathBuf>, timeout: Duration) -> Decider<W> {
+    pub fn new(socket: Option<PathBuf>, server_pid: Option<i32>, timeout: Duration) -> Decider<W> {
         Decider {
             socket,
+            server_pid,
             server: None,
             timeout,
             policy: None,
@@ -167,7 +170,7 @@ impl<W> Decider<W> {
     /// The connection, made (and the server's policy asked for) on first use.
     fn server(&mut self) -> &mut Server {
         self.server.get_or_insert_with(|| {
-            let mut server = Server::connect(self.socket.as_deref());
+            let mut server = Server::connect(self.socket.as_deref(), self.server_pid);
             let _ = server.send(&json!({"id": 0, "want": "policy"}));
             server
         })

@@ -78,6 +78,22 @@ fn send_all(stream: &mut UnixStream, mut data: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether the process answering on `stream` is `pid` (`SO_PEERCRED`, taken by the
+/// kernel when the listener was made: a relay cannot claim another process's pid).
+fn verify_peer(stream: &UnixStream, pid: i32) -> Result<(), String> {
+    let peer = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|e| format!("who answers on the decision socket: {e}"))?;
+    if peer.pid() == pid {
+        Ok(())
+    } else {
+        Err(format!(
+            "the decision socket is answered by process {}, not the server ({pid}): something \
+             replaced it, so every exec that needs an answer is refused; start a new session",
+            peer.pid()
+        ))
+    }
+}
+
 /// The connection to the decision server.
 pub struct Server {
     stream: Option<UnixStream>,
@@ -87,12 +103,19 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn connect(socket: Option<&Path>) -> Server {
+    /// Connect to the decision server on `socket`; with `expect`, only when the process
+    /// listening there is that pid (a task that could replace the socket file, if a
+    /// fence failed, gets its relay refused: every exec that needs an answer is denied).
+    pub fn connect(socket: Option<&Path>, expect: Option<i32>) -> Server {
         let attempt = socket
             .ok_or_else(|| "no decision server was given".to_string())
             .and_then(|s| {
                 UnixStream::connect(s)
                     .map_err(|e| format!("no decision server at {}: {e}", s.display()))
+            })
+            .and_then(|s| match expect {
+                Some(pid) => verify_peer(&s, pid).map(|()| s),
+                None => Ok(s),
             })
             .and_then(|s| {
                 s.set_nonblocking(true).map_err(|e| e.to_string())?;
@@ -180,5 +203,29 @@ impl Server {
     fn lose(&mut self, why: String) {
         self.stream = None;
         self.gone.get_or_insert(why);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_answered_by_another_process_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gate.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let me = std::process::id() as i32;
+        assert!(Server::connect(Some(&path), Some(me)).gone.is_none());
+        let relay = Server::connect(Some(&path), Some(me + 1));
+        assert!(
+            relay
+                .gone
+                .as_deref()
+                .unwrap_or("")
+                .contains("not the server"),
+            "{:?}",
+            relay.gone
+        );
     }
 }

@@ -265,7 +265,7 @@ pub fn run(
             known: HashMap::new(),
         },
         attached: HashMap::new(),
-        decider: Decider::new(options.server.clone(), options.timeout),
+        decider: Decider::new(options.server.clone(), options.server_pid, options.timeout),
         refused_start: None,
         debuggers: options.debuggers,
     };

@@ -47,6 +47,9 @@ use super::tracee;
 pub struct Options {
     /// The decision server's socket.
     pub server: Option<PathBuf>,
+    /// The decision server's pid: whoever answers on the socket must be that process
+    /// (`SO_PEERCRED`), so a relay put in its place is never believed.
+    pub server_pid: Option<i32>,
     /// How long an exec may wait for its answer (an `ask` waits for a person).
     pub timeout: Duration,
     /// What the task's first process does before it installs the gate: join its
@@ -169,7 +172,7 @@ pub fn run(
             },
         )]),
         held: HashSet::new(),
-        decider: Decider::new(options.server.clone(), options.timeout),
+        decider: Decider::new(options.server.clone(), options.server_pid, options.timeout),
     };
     let end = tracer.serve(&signals, hung_up);
     tracer.decider.flush(Duration::from_secs(2));

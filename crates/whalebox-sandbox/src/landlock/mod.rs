@@ -227,6 +227,25 @@ const DEVICES: &[&str] = &[
     "/dev/pts",
 ];
 
+/// `path` with its longest existing ancestor's symlinks resolved (Landlock grants the
+/// file a path resolves to, so comparisons must too); the rest as written.
+fn resolved(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 /// The running kernel's Landlock ABI version: 0 when it has none (not built in, or
 /// not enabled at boot). The landlock crate keeps its probe private, so ask the kernel.
 pub fn kernel_abi() -> i32 {
@@ -251,7 +270,9 @@ pub struct Extras {
     /// Programs and their trees the server runs (its own binary, the gated zsh).
     pub programs: Vec<PathBuf>,
     /// Single files the server appends to (audit log, approvals file); created empty
-    /// by [`Sandbox::create_files`] just before the server enters the sandbox.
+    /// by [`Sandbox::create_files`] just before the server enters the sandbox. Only the
+    /// server's layer grants them: a task that could write them could forge the record
+    /// of what it did or append an `allow` rule a person later includes.
     pub files: Vec<PathBuf>,
     /// Files the server reads that no set names (the network fence's `ca_files`).
     pub read: Vec<PathBuf>,
@@ -259,8 +280,9 @@ pub struct Extras {
     /// write its new user namespace's `uid_map` (an unprivileged network namespace) before
     /// it adds the task's own layer, which leaves `/proc` read-only again.
     pub server_write: Vec<PathBuf>,
-    /// Directories only the server's layer has full rights on (the checkpoint store):
-    /// the tasks' layer, added on top, leaves them out.
+    /// Directories and files only the server's layer has full rights on (the checkpoint
+    /// store, its private directory, the log files): the tasks' layer, added on top,
+    /// leaves them out.
     pub server_private: Vec<PathBuf>,
     /// Secrets only the server's layer may read (an HTTP server's tokens file, TLS key,
     /// JWKS file, by their directories so a rotated file is followed): the tasks' layer
@@ -348,9 +370,11 @@ impl Sandbox {
             }
         }
         paths.extend(not_yet);
-        // Created when the sandbox is entered (Sandbox::create_files), so not yet there.
+        // Created when the sandbox is entered (Sandbox::create_files), so not yet there;
+        // granted to the server's layer alone (see Extras::files).
+        let mut server_private = extras.server_private.clone();
         for p in &extras.files {
-            paths.push((p.clone(), Grant::Device));
+            server_private.push(p.clone());
             create.push(Creation {
                 path: p.clone(),
                 dir: false,
@@ -365,7 +389,7 @@ impl Sandbox {
             connect: l.connect.clone(),
             server_connect: extras.server_connect.clone(),
             server_write: extras.server_write.clone(),
-            server_private: extras.server_private.clone(),
+            server_private,
             server_read: extras.server_read.clone(),
             server_rmdir: extras.server_rmdir.clone(),
             bind: l.bind.clone(),
@@ -423,6 +447,19 @@ impl Sandbox {
             }
         }
         Ok(warnings)
+    }
+
+    /// The grant of the task's layer that lets a task write `path` (an ancestor of it,
+    /// or itself, granted more than reading), if any. Landlock cannot take back part of
+    /// a granted tree, so whalebox's own state must lie outside every such grant; the
+    /// server checks its state against this before it starts.
+    pub fn task_writes(&self, path: &Path) -> Option<&Path> {
+        let path = resolved(path);
+        self.paths
+            .iter()
+            .filter(|(_, g)| matches!(g, Grant::Full | Grant::Device))
+            .map(|(p, _)| p.as_path())
+            .find(|granted| path.starts_with(resolved(granted)))
     }
 
     /// What applying `layer` on this kernel enforces and drops (nothing is applied).
@@ -550,8 +587,13 @@ impl Sandbox {
             }
             for path in &self.server_private {
                 let Ok(fd) = PathFd::new(path) else { continue };
+                let mut access = all;
+                if !path.is_dir() {
+                    // A log file: directory rights on a file are an error to the kernel.
+                    access &= AccessFs::from_file(abi);
+                }
                 created = created
-                    .add_rule(PathBeneath::new(fd, all))
+                    .add_rule(PathBeneath::new(fd, access))
                     .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
             }
             for path in &self.server_rmdir {
