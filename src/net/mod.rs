@@ -97,6 +97,7 @@ pub mod proxy;
 pub mod record;
 pub mod relay;
 pub mod resolve;
+pub mod secrets;
 pub mod sockets;
 
 pub use credential::{Credential, Credentials, Leak, Sending, trust_env};

@@ -173,6 +173,15 @@ pub fn main(args: Vec<OsString>) -> ! {
         );
         std::process::exit(126);
     }
+    // Last, with every namespace joined and every layer entered: from here on nothing
+    // this process or the task does can act beyond the fences (see `guard::machine`).
+    if let Err(e) = crate::guard::machine::confine() {
+        eprintln!(
+            "whalebox: the task's capabilities and system calls could not be limited ({e}); \
+             not running the command"
+        );
+        std::process::exit(126);
+    }
     let status = match exec_gate {
         Some(socket) => gated(shell, shell_args, socket, server, method, setup, debuggers),
         None => plain(shell, shell_args, setup),

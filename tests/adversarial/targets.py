@@ -78,3 +78,23 @@ def victim(t: Runner, secret_name: str = "WB_ADVERSARIAL_SECRET") -> Iterator[Vi
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, 9)
         proc.wait()
+
+
+SECRET_VAR = "WB_ADVERSARIAL_SECRET"
+
+
+def with_secret(place) -> None:
+    """`setup` for an attack on the server's secret: the server starts with a fresh one in
+    `SECRET_VAR` (named by a `[network.credentials.*]` entry, see `CREDENTIAL_TOML`), and
+    `victim` reports it."""
+    secret = "wb-" + secrets.token_hex(12)
+    place.secret = secret
+    base = place.env
+    place.env = lambda: base() | {SECRET_VAR: secret}
+
+
+CREDENTIAL_TOML = f"""
+[network.credentials.adversarial]
+env = "{SECRET_VAR}"
+hosts = ["adversarial.invalid"]
+"""

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import matrix
 from harness import check
-from targets import victim
+from harness import Needs
+from targets import CREDENTIAL_TOML, victim, with_secret
 
 pytestmark = pytest.mark.anyio
 
@@ -30,3 +31,99 @@ async def test_a_task_cannot_stop_the_server(wl, config, user):
                 check(r, r.ok and stopped, "bare, the decoy should be stopped (the probe is broken)")
 
     await wl.run("stop_the_server", config, user, steps)
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_a_task_cannot_read_the_servers_environment(wl, config, user):
+    """`/proc/SERVER/environ` as the issue's reproduction reads it. Fenced, the server
+    took the credential's secret out of its environment (and overwrote it in the block
+    /proc shows) and is not dumpable; a task holds no CAP_SYS_PTRACE. Bare, the decoy's
+    environment is readable by its own user: the probe works."""
+
+    async def steps(t):
+        with victim(t) as v:
+            r = await t.sh(f"tr '\\0' '\\n' < /proc/{v.pid}/environ", ok=False)
+            leaked = v.secret in r.text
+            if t.fenced:
+                check(r, not leaked, f"a task read the server's secret from /proc/{v.pid}/environ")
+                await t.sh("true", why="the server stopped answering")
+            else:
+                check(r, leaked, "bare, the decoy's environment should be readable (the probe is broken)")
+
+    await wl.run("server_environ", config, user, steps, setup=with_secret,
+                 needs=Needs(toml=CREDENTIAL_TOML))
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_a_task_cannot_limit_or_renice_the_server(wl, config, user):
+    """`prlimit --fsize=0 --pid SERVER` (the server dies of SIGXFSZ at its next
+    checkpoint write) and `renice 19` of the server: the kernel lets a user do both to
+    its own processes. Fenced, the deny list refuses both aimed at another pid. Bare,
+    the decoy (same user) takes both."""
+
+    async def steps(t):
+        with victim(t) as v:
+            r = await t.sh(f"prlimit --msgqueue=12345:12345 --pid {v.pid}; p=$?; renice -n 19 -p {v.pid}; echo prlimit=$p renice=$?",
+                           ok=False)
+            limited = _limit(v.pid, "Max msgqueue size") == "12345"
+            reniced = _nice(v.pid) == 19
+            if t.fenced:
+                check(r, not limited, f"a task set the server's (pid {v.pid}) limits")
+                check(r, not reniced, f"a task reniced the server (pid {v.pid})")
+                await t.sh("true", why="the server stopped answering")
+            else:
+                check(r, limited and reniced, "bare, the decoy should be limited and reniced (the probe is broken)")
+
+    await wl.run("server_prlimit", config, user, steps)
+
+
+def _limit(pid: int, name: str) -> str | None:
+    for line in open(f"/proc/{pid}/limits"):
+        if line.startswith(name):
+            return line[len(name):].split()[0]
+    return None
+
+
+def _nice(pid: int) -> int:
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[16])
+
+
+# Probes of the machine: a python3 ctypes call each, exit 0 when the kernel let it through.
+PY = "/usr/bin/python3"
+MACHINE_PROBES = {
+    # The host's own name set again: nothing changes should it go through.
+    "sethostname": "import ctypes,os,socket; n=socket.gethostname().encode(); "
+                   "l=ctypes.CDLL(None,use_errno=True); os._exit(0 if l.sethostname(n,len(n))==0 else 1)",
+    "mknod_kmsg": "import os; os.mknod('kmsg', 0o600 | 0o020000, os.makedev(1, 11)); "
+                  "f=os.open('kmsg', os.O_RDONLY|os.O_NONBLOCK); os.read(f, 4096); os._exit(0)",
+    "af_vsock": "import socket; socket.socket(40, socket.SOCK_STREAM)",
+    "io_uring_setup": "import ctypes,os; l=ctypes.CDLL(None,use_errno=True); p=ctypes.create_string_buffer(120); "
+                      "os._exit(0 if l.syscall(425, 4, p) >= 0 else 1)",
+    "bpf": "import ctypes,os; l=ctypes.CDLL(None,use_errno=True); a=ctypes.create_string_buffer(128); "
+           "a[0:4]=(2).to_bytes(4,'little'); a[4:8]=(4).to_bytes(4,'little'); a[8:12]=(4).to_bytes(4,'little'); "
+           "a[12:16]=(1).to_bytes(4,'little'); os._exit(0 if l.syscall(321, 0, a, 128) >= 0 else 1)",
+    # System-wide (pid -1, cpu 0) software clock counter.
+    "perf_event_open": "import ctypes,os; l=ctypes.CDLL(None,use_errno=True); a=ctypes.create_string_buffer(128); "
+                       "a[0:4]=(1).to_bytes(4,'little'); a[4:8]=(128).to_bytes(4,'little'); "
+                       "os._exit(0 if l.syscall(298, a, -1, 0, -1, 0) >= 0 else 1)",
+}
+
+
+@pytest.mark.parametrize("probe", sorted(MACHINE_PROBES))
+@pytest.mark.parametrize("config,user", matrix())
+async def test_a_task_cannot_act_on_the_machine(wl, config, user, probe):
+    """What a container's root cannot do (Docker's default profile) and Landlock does not
+    see. Bare as root each goes through (the probe works); bare as nobody the kernel
+    already refuses most (the control records it, no fence is claimed there). Fenced,
+    each fails: capabilities dropped to Docker's set and the seccomp deny list."""
+
+    async def steps(t):
+        r = await t.sh(f"{PY} -c \"{MACHINE_PROBES[probe]}\"", ok=False)
+        if t.fenced:
+            check(r, not r.ok, f"{probe} went through under whalebox")
+            await t.sh("true", why="the server stopped answering")
+        elif t.user.uid == 0:
+            check(r, r.ok, f"bare as root, {probe} should go through (the probe is broken)")
+        # Bare as nobody: whatever the kernel says (most are refused without privilege).
+
+    await wl.run(f"machine_{probe}", config, user, steps)

@@ -44,6 +44,7 @@ pub mod git;
 pub mod kernel;
 pub mod landlock;
 pub mod limits;
+pub mod machine;
 pub mod paths;
 pub mod presets;
 pub mod runtime;

@@ -93,6 +93,7 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         }),
         "preset_paths": env.profile.landlock.preset_paths,
         "limits": limits,
+        "task_machine": machine_report(),
     });
     if as_json {
         println!("{report:#}");
@@ -169,6 +170,20 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
             );
         }
     }
+    println!(
+        "machine:    a task keeps the capabilities {} (root; none otherwise) and may not call {}; nor {}",
+        machine::KEPT
+            .iter()
+            .map(|(_, n)| *n)
+            .collect::<Vec<_>>()
+            .join(", "),
+        machine::DENIED
+            .iter()
+            .map(|(_, n)| *n)
+            .collect::<Vec<_>>()
+            .join(", "),
+        machine::DENIED_WITH_ARGUMENTS.join("; ")
+    );
     match env.gated_shell() {
         Ok(g) if env.policy.is_some() => println!(
             "gated zsh:  {} (exec_boundary = {})",
@@ -347,4 +362,15 @@ fn limits_report(env: &whalebox::session::Env) -> (serde_json::Value, Vec<String
         data.insert("cgroup_dirs".into(), json!(dirs));
     }
     (serde_json::Value::Object(data), lines)
+}
+
+use whalebox::guard::machine;
+
+/// What every task's supervisor takes away before the task runs (`guard::machine`).
+fn machine_report() -> serde_json::Value {
+    json!({
+        "capabilities_kept": machine::KEPT.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
+        "denied_calls": machine::DENIED.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
+        "denied_with_arguments": machine::DENIED_WITH_ARGUMENTS,
+    })
 }

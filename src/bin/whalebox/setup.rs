@@ -27,6 +27,9 @@ pub(crate) fn setup_with(
         eprintln!("whalebox: profile error: {e}");
         ExitCode::from(EXIT_USAGE)
     })?;
+    // Before any thread starts: the credentials' secrets out of the environment (and of
+    // /proc/PID/environ), the process non-dumpable.
+    whalebox::net::secrets::take(profile.network.credentials.values().map(|c| c.env.as_str()));
     for warning in &profile.warnings {
         tracing::warn!("{}: {warning}", profile.source_name());
     }

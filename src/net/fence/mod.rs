@@ -520,7 +520,7 @@ fn credentials(
 ) -> Result<(Option<Arc<Credentials>>, Vars), String> {
     let mut list = Vec::new();
     for (name, c) in &section.credentials {
-        let secret = std::env::var(&c.env).unwrap_or_default();
+        let secret = crate::net::secrets::get(&c.env).unwrap_or_default();
         if secret.is_empty() {
             tracing::warn!(
                 "[network.credentials.{name}]: ${} is not set in whalebox's environment; commands get no placeholder for it",
