@@ -5,4 +5,6 @@
 pub use whalebox_sandbox::{
     Access, Allowed, GuardError, PathGuard, RootKind, normalize, resolve_physical,
 };
-pub use whalebox_sandbox::{beneath, git, landlock, limits, machine, paths, presets, runtime, spaces};
+pub use whalebox_sandbox::{
+    beneath, git, landlock, limits, machine, paths, presets, runtime, spaces,
+};
