@@ -125,6 +125,10 @@ pub struct Policy {
     #[serde(default = "allow")]
     pub default_nested: Decision,
     pub allow_read_only: bool,
+    /// `allow_anonymous_exec`: a program with no file name (memfd, deleted, O_TMPFILE)
+    /// may run. Off by default: no rule can say what it is.
+    #[serde(default)]
+    pub allow_anonymous_exec: bool,
     pub rules: Vec<Rule>,
     /// `[[network]]` rules, for the network fence.
     #[serde(default)]
@@ -196,6 +200,7 @@ impl Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
             default_nested: top.2.unwrap_or(Decision::Allow),
+            allow_anonymous_exec: top.3.unwrap_or(false),
             rules,
             network,
             files,
@@ -254,6 +259,16 @@ impl Policy {
                 Unwrapped::NotAWrapper => {}
             }
             i += 1;
+        }
+        if !self.allow_anonymous_exec && program::is_anonymous(program) {
+            forced = Some((
+                Decision::Deny,
+                format!(
+                    "{program} has no file name (a memfd or a deleted file): no rule can say \
+                     what it is; run a program from a file, or set allow_anonymous_exec = true \
+                     in the policy"
+                ),
+            ));
         }
         if let Some((d, why)) = forced {
             // Built in, not from a file: the boundary guards its own variables.

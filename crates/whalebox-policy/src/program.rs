@@ -7,6 +7,12 @@
 //! Words only: a renamed copy, a symlink or an anonymous file is for the kernel gate,
 //! which knows the file (see the exec-policy chapter for what a name rule can promise).
 
+/// Whether `path` (as the kernel names an open file) is a file with no name: a memfd
+/// (`/memfd:NAME (deleted)`), a deleted or `O_TMPFILE` file (`… (deleted)`).
+pub fn is_anonymous(path: &str) -> bool {
+    path.starts_with("/memfd:") || path.starts_with("memfd:") || path.ends_with(" (deleted)")
+}
+
 /// Whether `base` (a file name) is a dynamic loader: glibc's `ld-linux*.so*`, `ld.so`,
 /// musl's `ld-musl-*.so*`.
 pub fn is_loader(base: &str) -> bool {
