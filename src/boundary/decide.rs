@@ -15,7 +15,20 @@ pub(super) fn subject<'a>(
     policy: &Policy,
 ) -> (&'a str, &'a [String], crate::policy::Verdict) {
     let nested = nested(req.via.as_deref(), req.chain.len());
-    let verdict = policy.evaluate_exec(&req.program, &req.argv, nested);
+    let mut verdict = policy.evaluate_exec(&req.program, &req.argv, nested);
+    if let Some(real) = &req.real {
+        // A link, a copy's descriptor or a memfd: the file itself is judged too.
+        let by_file = policy.evaluate_exec(real, &req.argv, nested);
+        if by_file.decision > verdict.decision {
+            let mut matched = verdict.matched;
+            matched.extend(by_file.matched);
+            verdict = crate::policy::Verdict {
+                decision: by_file.decision,
+                reason: format!("{} is {real}: {}", req.program, by_file.reason),
+                matched,
+            };
+        }
+    }
     let Some(interp) = &req.interpreter else {
         return (&req.program, &req.argv, verdict);
     };

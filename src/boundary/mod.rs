@@ -60,6 +60,10 @@ struct Request {
     /// A `#!` script's interpreter, decided in the same question (strictest wins).
     #[serde(default)]
     interpreter: Option<Interpreter>,
+    /// The file's real path when it differs from `program` (the kernel gate resolved
+    /// links and descriptors): decided with the same argv, strictest wins.
+    #[serde(default)]
+    real: Option<String>,
     /// The kernel gate already allowed this exec by the same policy and only wants it
     /// in the audit log: no answer.
     #[serde(default)]

@@ -52,11 +52,15 @@ pub(crate) fn rule_matches(rule: &Rule, program: &str, args: &[String]) -> bool 
         return false;
     }
     let rest = &rule.pattern[1..];
-    rest.len() <= args.len()
-        && rest
-            .iter()
-            .zip(args)
-            .all(|(alts, a)| alts.iter().any(|p| p == a))
+    let prefix = |args: &[String]| {
+        rest.len() <= args.len()
+            && rest
+                .iter()
+                .zip(args)
+                .all(|(alts, a)| alts.iter().any(|p| p == a))
+    };
+    // As written, or past the tool's global options (`git -C . push` is a `git push`).
+    prefix(args) || prefix(crate::program::subcommand_args(base, args))
 }
 
 pub(crate) fn show(program: &str, args: &[String]) -> String {

@@ -29,6 +29,9 @@ pub(crate) struct PolicyFile {
     /// shell makes (a compiler's cc1, a build script, a test binary, what `make` or
     /// `python3 -c` starts). Default: allow. Rules bind every exec either way.
     default_nested: Option<Decision>,
+    /// Whether a program with no file name (a memfd, a deleted or O_TMPFILE file) may
+    /// run: off unless said, since no name rule can judge it.
+    allow_anonymous_exec: Option<bool>,
     /// The rules; every matching rule counts and the strictest wins (deny > ask > allow).
     #[serde(default)]
     rule: Vec<RuleFile>,
@@ -64,7 +67,12 @@ struct RuleFile {
     not_match: Vec<String>,
 }
 
-pub(crate) type Top = (Option<Decision>, Option<bool>, Option<Decision>);
+pub(crate) type Top = (
+    Option<Decision>,
+    Option<bool>,
+    Option<Decision>,
+    Option<bool>,
+);
 
 pub(crate) fn load_file(
     path: &Path,
@@ -165,5 +173,10 @@ pub(crate) fn parse(
         let source = format!("{name}:{}", line_of(r.hosts.span().start));
         network.push(network::load(r, source)?);
     }
-    Ok((file.default, file.allow_read_only, file.default_nested))
+    Ok((
+        file.default,
+        file.allow_read_only,
+        file.default_nested,
+        file.allow_anonymous_exec,
+    ))
 }

@@ -70,6 +70,7 @@ pub mod classify;
 mod command;
 mod file;
 pub mod network;
+pub mod program;
 pub use command::words;
 use command::{Unwrapped, rule_matches, show, unwrap};
 use file::{load_file, parse};
@@ -124,6 +125,10 @@ pub struct Policy {
     #[serde(default = "allow")]
     pub default_nested: Decision,
     pub allow_read_only: bool,
+    /// `allow_anonymous_exec`: a program with no file name (memfd, deleted, O_TMPFILE)
+    /// may run. Off by default: no rule can say what it is.
+    #[serde(default)]
+    pub allow_anonymous_exec: bool,
     pub rules: Vec<Rule>,
     /// `[[network]]` rules, for the network fence.
     #[serde(default)]
@@ -195,6 +200,7 @@ impl Policy {
             default: top.0.unwrap_or(Decision::Ask),
             allow_read_only: top.1.unwrap_or(false),
             default_nested: top.2.unwrap_or(Decision::Allow),
+            allow_anonymous_exec: top.3.unwrap_or(false),
             rules,
             network,
             files,
@@ -232,12 +238,37 @@ impl Policy {
                     });
                 }
             }
+            // The program a loader or a multi-call binary runs is judged as well.
+            let base = prog.rsplit('/').next().unwrap_or(&prog);
+            if program::is_loader(base)
+                && let Some(inner) = program::loader_inner(&args)
+            {
+                commands.push(inner);
+            }
+            if program::is_multicall(base) {
+                let argv = if i == 0 {
+                    argv.to_vec()
+                } else {
+                    std::iter::once(prog.clone()).chain(args.clone()).collect()
+                };
+                commands.extend(program::multicall_inner(&argv));
+            }
             match unwrap(&prog, &args) {
                 Unwrapped::Inner(p, a) => commands.push((p, a)),
                 Unwrapped::Forbidden(why) => forced = Some((Decision::Deny, why)),
                 Unwrapped::NotAWrapper => {}
             }
             i += 1;
+        }
+        if !self.allow_anonymous_exec && program::is_anonymous(program) {
+            forced = Some((
+                Decision::Deny,
+                format!(
+                    "{program} has no file name (a memfd or a deleted file): no rule can say \
+                     what it is; run a program from a file, or set allow_anonymous_exec = true \
+                     in the policy"
+                ),
+            ));
         }
         if let Some((d, why)) = forced {
             // Built in, not from a file: the boundary guards its own variables.
@@ -422,6 +453,30 @@ decision = "allow"
         let v = p.evaluate_words(&words("env git push")).unwrap();
         assert!(v.reason.contains("pushing is for people"), "{v:?}");
         assert!(v.matched.iter().any(|m| m.source == "p.toml:14"), "{v:?}");
+    }
+
+    #[test]
+    fn the_program_that_runs_is_judged_not_only_the_name_it_is_called_by() {
+        let p = policy(P).unwrap();
+        for line in [
+            "/lib64/ld-linux-x86-64.so.2 /usr/bin/touch x",
+            "ld.so --library-path /lib --preload y.so touch x",
+            "busybox touch x",
+            "/usr/bin/toybox touch x",
+            "env busybox touch x",
+            "git -C . push",
+            "git -c k=v push origin",
+            "git --git-dir=.git --no-pager push",
+            "git --config-env k=V -p push",
+        ] {
+            assert_eq!(decide(&p, line), Decision::Deny, "{line}");
+        }
+        // busybox called with argv[0] = "touch" runs touch.
+        let v = p.evaluate("/bin/busybox", &words("touch x"));
+        assert_eq!(v.decision, Decision::Deny, "{v:?}");
+        assert!(v.matched.iter().any(|m| m.command == "touch x"), "{v:?}");
+        // The read-only ones stay allowed however the options come.
+        assert_eq!(decide(&p, "git -C sub status"), Decision::Allow);
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct Plan {
     /// A `#!` script's interpreter: as shown, and the argv the kernel gives it.
     interpreter: Option<(String, Vec<Vec<u8>>)>,
     argv: Vec<Vec<u8>>,
+    /// The file's real path, when it differs from the name shown (decided too).
+    real: Option<String>,
 }
 
 /// Work out `call` made by `pid`. Err: the errno the call fails with on its own (the
@@ -79,6 +81,7 @@ pub fn plan(pid: Pid, call: &ExecCall) -> Result<Plan, i32> {
         },
         interpreter: script.map(|(shown, _, argv)| (shown, argv)),
         argv: call.argv.clone(),
+        real: target.real.filter(|real| *real != shown),
         shown,
     })
 }
@@ -87,6 +90,9 @@ impl Plan {
     /// The question about this exec, made by `pid` below `chain`.
     pub fn request(&self, pid: Pid, chain: Vec<String>) -> Value {
         let mut request = request(pid, &self.shown, &self.argv, "call", chain);
+        if let Some(real) = &self.real {
+            request["real"] = json!(real);
+        }
         if let Some((shown, argv)) = &self.interpreter {
             request["interpreter"] = json!({
                 "program": shown,
@@ -212,7 +218,16 @@ impl<W> Decider<W> {
             let program = v["program"].as_str().unwrap_or_default();
             policy.evaluate_exec(program, &argv, nested).decision == Decision::Allow
         };
-        allows(request) && (request["interpreter"].is_null() || allows(&request["interpreter"]))
+        // The file's real path is judged with the same argv; anything but allow goes to
+        // the server, which decides both names (a deny on either wins).
+        let real = request["real"].as_str().map(|real| {
+            let mut r = request.clone();
+            r["program"] = json!(real);
+            r
+        });
+        allows(request)
+            && real.as_ref().is_none_or(allows)
+            && (request["interpreter"].is_null() || allows(&request["interpreter"]))
     }
 
     /// Settle `request` here if the policy allows it, else put it to the server with the

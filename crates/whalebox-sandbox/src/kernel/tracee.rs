@@ -198,6 +198,13 @@ impl ExecCall {
             return proc_path(pid, &format!("fd/{fd}"));
         }
         let rel = std::ffi::OsStr::from_bytes(&self.path);
+        // `/proc/self/…` is the caller's, not the gate's own (`/proc/self/fd/N` is how a
+        // memfd or a deleted file is run by path).
+        for own in [&b"/proc/self/"[..], b"/proc/thread-self/"] {
+            if let Some(rest) = self.path.strip_prefix(own) {
+                return proc_path(pid, &String::from_utf8_lossy(rest));
+            }
+        }
         if self.path.starts_with(b"/") {
             let mut p = proc_path(pid, "root").into_os_string();
             p.push(rel);
@@ -246,6 +253,10 @@ pub struct Target {
     pub id: FileId,
     /// `#!INTERPRETER [ARG]`, as the kernel splits it.
     pub shebang: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    /// The file's own path, symlinks resolved, as the kernel names the open file
+    /// (`/memfd:x (deleted)` for a file with no name): decided as well as the name the
+    /// exec was called by, so a link or a descriptor does not rename the program.
+    pub real: Option<String>,
 }
 
 /// The file an exec names, if it is one the kernel could run (a regular file with an
@@ -257,12 +268,21 @@ pub fn target(reachable: &Path) -> Result<Target, i32> {
         return Err(libc::EACCES);
     }
     let mut head = [0u8; 256];
-    let n = std::fs::File::open(reachable)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-        .unwrap_or(0);
+    let file = std::fs::File::open(reachable);
+    let n = file.as_ref().map_or(0, |mut f| {
+        std::io::Read::read(&mut f, &mut head).unwrap_or(0)
+    });
+    // The open file's name, not a second walk of the path (which the task may change).
+    let real = file.ok().and_then(|f| {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned())
+    });
     Ok(Target {
         id: (meta.dev(), meta.ino()),
         shebang: shebang(&head[..n]),
+        real,
     })
 }
 
