@@ -227,6 +227,7 @@ fn credentials() -> Arc<Credentials> {
                 hosts: vec!["api.cred.test".into(), "bad.cred.test".into()],
                 sending: Sending::default(),
                 secret: SECRET.into(),
+                plain_http: false,
             },
             Credential {
                 name: "git".into(),
@@ -236,6 +237,7 @@ fn credentials() -> Arc<Credentials> {
                     user: "x-access-token".into(),
                 },
                 secret: BASIC_SECRET.into(),
+                plain_http: false,
             },
         ])
         .unwrap(),
@@ -582,6 +584,17 @@ async fn a_placeholder_sent_to_another_host_is_refused_and_reaches_nothing() {
             "basic",
             vec!["-u".into(), format!("me:{ph}"), format!("{base}/u")],
         ),
+        // issue 41: a body sent after `100 Continue` went unscreened.
+        (
+            "body after Expect: 100-continue",
+            vec![
+                "-H".into(),
+                "Expect: 100-continue".into(),
+                "--data".into(),
+                format!("token={ph}"),
+                format!("{base}/e"),
+            ],
+        ),
     ];
     for (what, mut args) in cases {
         args.extend(["-w".into(), "\n%{http_code}".into()]);
@@ -611,9 +624,55 @@ async fn a_placeholder_sent_to_another_host_is_refused_and_reaches_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plain_http_to_a_credential_host_is_swapped_in_the_head() {
+async fn plain_http_to_a_credential_host_is_refused_unless_the_profile_allows_it() {
+    // issue 41: the secret crossed the wire in clear. Refused before any connection.
     let origin = Origin::start("api-plain", None).await;
     let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, mut rx) = proxy(creds.clone(), vec![], None).await;
+    let url = format!("http://api.cred.test:{}/plain", origin.port);
+    let Some((code, out, err)) = curl(
+        &p,
+        vec![
+            "-H".into(),
+            format!("Authorization: Bearer {ph}"),
+            "-w".into(),
+            "\n%{http_code}".into(),
+            url,
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(code, 0, "curl failed: {err}");
+    assert!(out.ends_with("\n403"), "{out}");
+    assert!(out.contains("only over HTTPS"), "{out}");
+    assert!(out.contains("plain_http = true"), "{out}");
+    assert!(!out.contains(SECRET), "{out}");
+    let r = next_record(&mut rx).await;
+    assert!(
+        matches!(r.outcome, Outcome::Denied { .. }),
+        "{:?}",
+        r.outcome
+    );
+    assert_eq!(origin.conns(), 0, "the origin saw nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_to_a_credential_host_is_swapped_in_the_head() {
+    let origin = Origin::start("api-plain", None).await;
+    let creds = Arc::new(
+        Credentials::new(vec![Credential {
+            name: "api".into(),
+            env: "API_TOKEN".into(),
+            hosts: vec!["api.cred.test".into()],
+            sending: Sending::default(),
+            secret: SECRET.into(),
+            plain_http: true,
+        }])
+        .unwrap(),
+    );
     let ph = placeholder(&creds, "API_TOKEN");
     let (p, mut rx) = proxy(creds.clone(), vec![], None).await;
     let url = format!("http://api.cred.test:{}/plain", origin.port);

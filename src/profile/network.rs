@@ -114,6 +114,11 @@ pub struct CredentialSection {
     pub format: String,
     /// Send it as HTTP basic auth with this user name instead (the secret as password).
     pub basic: Option<String>,
+    /// Also send it over plain HTTP, in clear on the wire (off: a plain-HTTP request
+    /// that would carry it is refused, naming this line; over HTTPS the proxy ends TLS
+    /// and masks the secret in whatever comes back).
+    #[serde(default)]
+    pub plain_http: bool,
 }
 
 fn default_header() -> String {

@@ -66,6 +66,9 @@ pub struct Credential {
     pub hosts: Vec<String>,
     pub sending: Sending,
     pub secret: String,
+    /// Sent over plain HTTP too (the profile's `plain_http`); else such a request is
+    /// refused, since the secret would cross the wire in clear.
+    pub plain_http: bool,
 }
 
 impl fmt::Debug for Credential {
@@ -86,6 +89,7 @@ struct Entry {
     hosts: Vec<String>,
     sending: Sending,
     secret: String,
+    plain_http: bool,
     placeholder: String,
     /// The placeholder's random part: what a leak scan looks for (it survives a
     /// rewritten prefix).
@@ -268,6 +272,7 @@ impl Credentials {
                 hosts,
                 sending: c.sending,
                 secret: c.secret,
+                plain_http: c.plain_http,
                 placeholder,
                 token,
             };
@@ -467,6 +472,32 @@ impl Credentials {
         out
     }
 
+    /// Refuses a plain-HTTP request to `host` that carries the credentials `names` (as
+    /// [`Credentials::screen`] lists them) when one is not marked `plain_http`.
+    fn in_clear(&self, host: &str, names: &str) -> Result<(), Leak> {
+        let swapped: Vec<&str> = names.split(", ").collect();
+        match self
+            .entries
+            .iter()
+            .find(|e| swapped.contains(&e.name.as_str()) && !e.plain_http)
+        {
+            None => Ok(()),
+            Some(e) => Err(Leak {
+                credential: e.name.clone(),
+                rule: format!(
+                    "credential {} is sent only over HTTPS: this plain-HTTP request to {host} \
+                     would carry it in clear",
+                    e.name
+                ),
+                how_to_allow: format!(
+                    "use https://{host}, or set plain_http = true in [network.credentials.{}] \
+                     (the secret then crosses the wire in clear)",
+                    e.name
+                ),
+            }),
+        }
+    }
+
     /// A masker for a response body from `host`: every form of every covering
     /// credential's secret (None: no credential covers `host`).
     pub(crate) fn masker(&self, host: &str) -> Option<Masker> {
@@ -520,9 +551,11 @@ pub const BODY_SCAN: usize = 64 * 1024;
 
 /// [`Credentials::screen`] for a request the proxy just read: for a plain-HTTP request
 /// with a body, first reads up to [`BODY_SCAN`] bytes of it into `buf` (after the head,
-/// so they are forwarded as they are), within `wait`; not when the client waits for
-/// `100 Continue` first.
-pub(crate) async fn screen_request<R: tokio::io::AsyncRead + Unpin>(
+/// so they are forwarded as they are), within `wait`. A client that waits for `100
+/// Continue` gets it from the proxy, whose `Expect` is then dropped from the head: a
+/// body must be screened before anything of it is forwarded. A plain-HTTP request that
+/// would carry a credential not marked `plain_http` is a [`Leak`] (in clear on the wire).
+pub(crate) async fn screen_request<R: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     creds: &Credentials,
     stream: &mut R,
     buf: &mut Vec<u8>,
@@ -531,7 +564,7 @@ pub(crate) async fn screen_request<R: tokio::io::AsyncRead + Unpin>(
     connect: bool,
     wait: std::time::Duration,
 ) -> Result<Option<String>, Leak> {
-    use tokio::io::AsyncReadExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let expects = head
         .header("expect")
         .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"100-continue"));
@@ -544,7 +577,24 @@ pub(crate) async fn screen_request<R: tokio::io::AsyncRead + Unpin>(
             .to_ascii_lowercase()
             .contains("chunked")
     });
-    let want = match (connect || expects, length, chunked) {
+    if expects && !connect {
+        head.headers
+            .retain(|(name, _)| !name.eq_ignore_ascii_case("expect"));
+        // The client sends its body only once told to; if it cannot be told, nothing
+        // is screened and nothing forwarded.
+        if stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .is_err()
+        {
+            return Err(Leak {
+                credential: String::new(),
+                rule: "the client went away before its body could be screened".into(),
+                how_to_allow: "send the request again".into(),
+            });
+        }
+    }
+    let want = match (connect, length, chunked) {
         (true, ..) => 0,
         (_, Some(n), _) => n.min(BODY_SCAN),
         (_, None, true) => BODY_SCAN,
@@ -559,7 +609,11 @@ pub(crate) async fn screen_request<R: tokio::io::AsyncRead + Unpin>(
             _ => break,
         }
     }
-    creds.screen(&target.host, target.port, head, &buf[head.len..])
+    let used = creds.screen(&target.host, target.port, head, &buf[head.len..])?;
+    if !connect && let Some(names) = &used {
+        creds.in_clear(&target.host, names)?;
+    }
+    Ok(used)
 }
 
 /// `Basic xxx` decoded (the payload, `user:password`), if `value` is one.

@@ -8,6 +8,7 @@ fn creds() -> Credentials {
             hosts: vec!["api.github.com".into(), "*.githubusercontent.com".into()],
             sending: Sending::default(),
             secret: "ghp_SECRET".into(),
+            plain_http: false,
         },
         Credential {
             name: "git".into(),
@@ -17,6 +18,7 @@ fn creds() -> Credentials {
                 user: "x-access-token".into(),
             },
             secret: "s3cret".into(),
+            plain_http: false,
         },
     ])
     .unwrap()
@@ -106,6 +108,7 @@ fn bad_credentials_are_refused_without_showing_the_secret() {
             hosts: vec!["a.test".into()],
             sending: Sending::default(),
             secret: secret.into(),
+            plain_http: false,
         }])
     };
     assert!(mk("a b", "A", "x").is_err());

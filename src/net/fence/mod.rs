@@ -540,6 +540,7 @@ fn credentials(
                 },
             },
             secret,
+            plain_http: c.plain_http,
         });
     }
     if list.is_empty() {
