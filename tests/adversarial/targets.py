@@ -11,6 +11,7 @@ import os
 import pathlib
 import secrets
 import subprocess
+import time
 from typing import Iterator
 
 from harness import Bare, Fenced, Runner
@@ -29,6 +30,17 @@ class Victim:
         except FileNotFoundError:
             return "X"
         return stat.rsplit(")", 1)[1].split()[0]
+
+    def wait_for_state(self, letter: str, seconds: float) -> bool:
+        """Whether the process reaches state `letter` within `seconds` (a signal is
+        delivered when the process next runs, not when `kill` returns)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self.state() == letter:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
     def status_field(self, name: str) -> str | None:
         try:

@@ -21,7 +21,7 @@ async def test_a_task_cannot_stop_the_server(wl, config, user):
     async def steps(t):
         with victim(t) as v:
             r = await t.sh(f"kill -STOP {v.pid}", ok=False)
-            stopped = v.state() == "T"
+            stopped = v.wait_for_state("T", seconds=2)
             if stopped:
                 os.kill(v.pid, signal.SIGCONT)
             if t.fenced:
