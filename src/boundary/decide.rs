@@ -17,9 +17,14 @@ pub(super) fn subject<'a>(
     let nested = nested(req.via.as_deref(), req.chain.len());
     let mut verdict = policy.evaluate_exec(&req.program, &req.argv, nested);
     if let Some(real) = &req.real {
-        // A link, a copy's descriptor or a memfd: the file itself is judged too.
+        // A link, a copy's descriptor or a memfd: the file itself is judged too, by the
+        // rules that name it (a link to a denied program is refused) and, with no name
+        // at all, by the anonymous-file rule. Not by the policy's default: the system's
+        // own links (`python3` -> `python3.11`, `cc` -> `x86_64-linux-gnu-gcc-12`) are
+        // named by what people call them.
         let by_file = policy.evaluate_exec(real, &req.argv, nested);
-        if by_file.decision > verdict.decision {
+        let judged = !by_file.matched.is_empty() || crate::policy::program::is_anonymous(real);
+        if judged && by_file.decision > verdict.decision {
             let mut matched = verdict.matched;
             matched.extend(by_file.matched);
             verdict = crate::policy::Verdict {

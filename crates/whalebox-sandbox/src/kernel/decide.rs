@@ -81,7 +81,13 @@ pub fn plan(pid: Pid, call: &ExecCall) -> Result<Plan, i32> {
         },
         interpreter: script.map(|(shown, _, argv)| (shown, argv)),
         argv: call.argv.clone(),
-        real: target.real.filter(|real| *real != shown),
+        // A script's file is what its interpreter reads, like `python3 x.py`: the
+        // interpreter's command is what runs and is decided (`npm` is a link to
+        // `npm-cli.js`, run by node). A file with no name is judged whatever it holds.
+        real: target.real.filter(|real| {
+            *real != shown
+                && (target.shebang.is_none() || whalebox_policy::program::is_anonymous(real))
+        }),
         shown,
     })
 }
@@ -218,15 +224,25 @@ impl<W> Decider<W> {
             let program = v["program"].as_str().unwrap_or_default();
             policy.evaluate_exec(program, &argv, nested).decision == Decision::Allow
         };
-        // The file's real path is judged with the same argv; anything but allow goes to
-        // the server, which decides both names (a deny on either wins).
-        let real = request["real"].as_str().map(|real| {
-            let mut r = request.clone();
-            r["program"] = json!(real);
-            r
-        });
+        // The file's real path is judged with the same argv by the rules that name it
+        // (and the anonymous-file rule), not by the default (the server does the same:
+        // `boundary::decide`); anything else goes to the server, which decides both
+        // names (a deny on either wins).
+        let real_allows = |real: &str| {
+            let argv: Vec<String> = request["argv"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let v = policy.evaluate_exec(real, &argv, nested);
+            v.decision == Decision::Allow
+                || (v.matched.is_empty() && !whalebox_policy::program::is_anonymous(real))
+        };
         allows(request)
-            && real.as_ref().is_none_or(allows)
+            && request["real"].as_str().is_none_or(real_allows)
             && (request["interpreter"].is_null() || allows(&request["interpreter"]))
     }
 
