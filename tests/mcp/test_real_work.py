@@ -173,12 +173,27 @@ while True:
 '''
 
 
-async def test_a_replaced_join_socket_is_not_believed(whalebox_bin, workspace):
-    """A task replaces the socket later tasks join their session's namespaces through,
-    and answers "none": were that believed, they would run in the machine's own network
-    namespace, past the proxy. The supervisor checks who answers (the server's pid) and
-    what (the very namespaces the server made), and runs nothing otherwise."""
+async def test_the_join_socket_cannot_be_replaced(whalebox_bin, workspace):
+    """Under Landlock the socket's directory is read-only to tasks: the swap the next
+    test makes fails, and later commands still run in the session's namespaces."""
     async with session(whalebox_bin, workspace) as c:
+        env = await run(c, "readlink /proc/self/ns/net")
+        fenced(env)
+        mine = env["text"].splitlines()[0]
+        (workspace / "fake.py").write_text(FAKE_JOIN)
+        env = await run(c, "python3 fake.py")
+        assert env["data"]["exit_code"] != 0 and not (workspace / "fake-ready").exists(), env["text"]
+        env = await run(c, "readlink /proc/self/ns/net")
+        assert env["text"].splitlines()[0] == mine, env["text"]
+
+
+async def test_a_replaced_join_socket_is_not_believed(whalebox_bin, workspace):
+    """Without Landlock (so the swap lands), a task replaces the socket later tasks join
+    their session's namespaces through, and answers "none": were that believed, they
+    would run in the machine's own network namespace, past the proxy. The supervisor
+    checks who answers (the server's pid) and what (the very namespaces the server
+    made), and runs nothing otherwise."""
+    async with session(whalebox_bin, workspace, profile='[landlock]\nmode = "off"\n') as c:
         env = await run(c, "readlink /proc/self/ns/net")
         fenced(env)
         (workspace / "fake.py").write_text(FAKE_JOIN)
