@@ -222,7 +222,7 @@ fn instructions(registry: &Registry, env: &Env) -> String {
         text.push_str(" Commands may write only in the workspace and $TMPDIR, not /tmp.");
     }
     if names.contains(&"shell_run")
-        && let Ok(Some(fence)) = env.network()
+        && let Some(kernel) = env.network_kernel_enforced()
     {
         let net = &env.profile.network;
         let hosts = if net.allow_domains.is_empty() {
@@ -237,9 +237,10 @@ fn instructions(registry: &Registry, env: &Env) -> String {
         };
         text.push_str(&format!(
             " Network: through whalebox's proxy (HTTP_PROXY is set), {}; reachable: {hosts}; {others}.",
-            match fence.enforcement() {
-                crate::net::fence::Enforcement::VariablesOnly { .. } => "not enforced",
-                _ => "enforced by the kernel",
+            if kernel {
+                "enforced by the kernel"
+            } else {
+                "not enforced"
             }
         ));
     }

@@ -57,6 +57,27 @@ impl Env {
             .clone()
     }
 
+    /// Whether the session's commands would have their network enforced by the kernel,
+    /// without making the fence: the made fence's answer if there is one, else the
+    /// probe's. For what is said before any command (the instructions of `serve
+    /// --http`, made once from the server's base session, must not make namespaces
+    /// no task will use). None: no network fence (`mode = "off"`).
+    pub fn network_kernel_enforced(&self) -> Option<bool> {
+        let net = &self.profile.network;
+        if !net.on() {
+            return None;
+        }
+        let enforcement = match self.network.get() {
+            Some(Ok(Some(fence))) => fence.enforcement().clone(),
+            Some(_) => return None,
+            None => crate::net::fence::detect(net.kernel, self.sandbox.is_some()),
+        };
+        Some(!matches!(
+            enforcement,
+            crate::net::fence::Enforcement::VariablesOnly { .. }
+        ))
+    }
+
     fn fence_settings(&self) -> crate::net::fence::FenceSettings {
         crate::net::fence::FenceSettings {
             on_ask: self.profile.shell.on_ask,
