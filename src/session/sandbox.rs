@@ -172,6 +172,19 @@ impl Env {
             ));
         }
         for (what, path) in state {
+            if path == self.private.run
+                && let Some(grant) = sandbox.task_writes(&path)
+            {
+                // $TMPDIR inside a writable tree (a Nix build's /build is both): the
+                // kernel gate still believes only the server on its socket (SO_PEERCRED).
+                tracing::warn!(
+                    "whalebox's private run directory {} lies under {}, which commands may \
+                     write: set TMPDIR outside every writable tree",
+                    path.display(),
+                    grant.display()
+                );
+                continue;
+            }
             if let Some(grant) = sandbox.task_writes(&path) {
                 return Err(SetupError::Sandbox(format!(
                     "whalebox's own state, {what} at {}, lies under {}, which commands may \
