@@ -213,31 +213,15 @@ impl<W> Decider<W> {
             request["chain"].as_array().map_or(0, Vec::len),
         );
         let allows = |v: &Value| {
-            let argv: Vec<String> = v["argv"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
             let program = v["program"].as_str().unwrap_or_default();
-            policy.evaluate_exec(program, &argv, nested).decision == Decision::Allow
+            policy.evaluate_exec(program, &argv_of(v), nested).decision == Decision::Allow
         };
         // The file's real path is judged with the same argv by the rules that name it
         // (and the anonymous-file rule), not by the default (the server does the same:
         // `boundary::decide`); anything else goes to the server, which decides both
         // names (a deny on either wins).
         let real_allows = |real: &str| {
-            let argv: Vec<String> = request["argv"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let v = policy.evaluate_exec(real, &argv, nested);
+            let v = policy.evaluate_exec(real, &argv_of(request), nested);
             v.decision == Decision::Allow
                 || (v.matched.is_empty() && !whalebox_policy::program::is_anonymous(real))
         };
@@ -367,4 +351,16 @@ impl<W> Decider<W> {
             }
         }
     }
+}
+
+/// A request's `argv`, as strings.
+fn argv_of(request: &Value) -> Vec<String> {
+    request["argv"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
