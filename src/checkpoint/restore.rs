@@ -10,8 +10,15 @@
 //!    anyway, the journal the caller wrote makes the next use of the store finish the
 //!    restore.
 
+use std::collections::hash_map::RandomState;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use nix::errno::Errno;
+use nix::sys::stat::{Mode, mkdirat};
+use whalebox_sandbox::beneath::{self, Dir};
 
 use super::scan::STAGING_PREFIX;
 use super::store::Store;
@@ -178,19 +185,23 @@ pub fn apply(
     plan: &Plan,
     progress: Progress,
 ) -> Result<Vec<(String, String)>, Failure> {
-    let staging = Staging::create(root).map_err(Failure::Untouched)?;
+    // Everything below is done by name in directories held open and walked without
+    // following a link: a task that swaps a directory for a link while the restore runs
+    // (or the staging directory itself) gets a refusal, never a write outside the root.
+    let root = Dir::open(root).map_err(Failure::Untouched)?;
+    let staging = Staging::create(&root).map_err(Failure::Untouched)?;
     let total = plan.ops.len();
-    let mut staged: Vec<(usize, PathBuf)> = Vec::new();
+    let mut staged: Vec<(usize, OsString)> = Vec::new();
     for (i, op) in plan.ops.iter().enumerate() {
         if let Op::Put(entry) = op {
-            let at = staging.dir.join(i.to_string());
-            stage(store, entry, &at).map_err(|e| {
+            let name = OsString::from(i.to_string());
+            stage(store, entry, &staging.dir, &name).map_err(|e| {
                 Failure::Untouched(std::io::Error::new(
                     e.kind(),
                     format!("{}: {e}", entry.path),
                 ))
             })?;
-            staged.push((i, at));
+            staged.push((i, name));
         }
         if i % 256 == 0 {
             progress(i / 2, total);
@@ -200,8 +211,8 @@ pub fn apply(
     // before its rename: a power cut after the swap must not leave empty files. One
     // syncfs for the lot (an fsync per file cost 0.33 ms each here: 25 s for 78k files).
     if !staged.is_empty() {
-        std::fs::File::open(&staging.dir)
-            .and_then(|dir| nix::unistd::syncfs(&dir).map_err(std::io::Error::from))
+        nix::unistd::syncfs(&staging.dir)
+            .map_err(std::io::Error::from)
             .map_err(Failure::Untouched)?;
     }
     let mut left = Vec::new();
@@ -217,12 +228,13 @@ pub fn apply(
         // Deepest first, so a directory is empty when its turn comes.
         removals.sort_by(|a, b| b.0.cmp(a.0));
         for (path, dir) in removals {
-            let abs = root.join(path);
-            let done = if dir {
-                std::fs::remove_dir(&abs)
-            } else {
-                std::fs::remove_file(&abs)
-            };
+            let done = in_parent(&root, path, false).and_then(|(parent, name)| {
+                if dir {
+                    parent.remove_dir(name)
+                } else {
+                    parent.remove_file(name)
+                }
+            });
             match done {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) if dir && e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
@@ -243,25 +255,17 @@ pub fn apply(
         }
         for op in &plan.ops {
             if let Op::MakeDir { path, .. } = op {
-                real_parents(root, path)?;
-                match std::fs::create_dir(root.join(path)) {
-                    Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                        return Err(std::io::Error::new(
-                            e.kind(),
-                            format!("cannot make {path}: {e}"),
-                        ));
-                    }
-                    _ => {}
-                }
+                root.make_dirs(Path::new(path), 0o777).map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("cannot make {path}: {e}"))
+                })?;
             }
         }
         for (n, (i, at)) in staged.iter().enumerate() {
             let Op::Put(entry) = &plan.ops[*i] else {
                 continue;
             };
-            let dest = root.join(&entry.path);
-            real_parents(root, &entry.path)?;
-            std::fs::rename(at, &dest).map_err(|e| {
+            let (parent, name) = in_parent(&root, &entry.path, true)?;
+            staging.dir.rename(at, &parent, name).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("cannot put {} back: {e}", entry.path))
             })?;
             if n % 256 == 0 {
@@ -281,7 +285,8 @@ pub fn apply(
             .collect();
         modes.sort_by(|a, b| b.0.cmp(a.0));
         for (path, mode) in modes {
-            std::fs::set_permissions(root.join(path), std::fs::Permissions::from_mode(mode))
+            in_parent(&root, path, false)
+                .and_then(|(parent, name)| parent.chmod(name, mode))
                 .map_err(|e| std::io::Error::new(e.kind(), format!("cannot chmod {path}: {e}")))?;
         }
         Ok(())
@@ -291,29 +296,28 @@ pub fn apply(
     result.map(|()| left).map_err(Failure::Midway)
 }
 
-/// Make sure every directory on the way to `rel` is a real directory inside `root`
-/// (made when missing), never a link: a restore writes nothing through a link.
-fn real_parents(root: &Path, rel: &str) -> std::io::Result<()> {
-    let mut at = root.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').collect();
-    for part in &parts[..parts.len().saturating_sub(1)] {
-        at.push(part);
-        match at.symlink_metadata() {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                return Err(std::io::Error::new(
+/// The directory `rel` (a path in the tree, `/`-separated) is in, held open, and its
+/// final name. Every directory on the way must be a real directory inside `root` (made
+/// when missing if `create`), never a link: a restore writes nothing through a link.
+fn in_parent<'a>(root: &Dir, rel: &'a str, create: bool) -> std::io::Result<(Dir, &'a OsStr)> {
+    let (parent, name) = beneath::split(Path::new(rel))?;
+    let dir = if create {
+        root.make_dirs(parent, 0o777)?
+    } else {
+        root.sub(parent).map_err(|e| {
+            if e.raw_os_error() == Some(nix::libc::ELOOP) {
+                std::io::Error::new(
                     std::io::ErrorKind::NotADirectory,
                     format!(
-                        "{} is not a directory (a link or a file), so nothing is written under it",
-                        at.strip_prefix(root).unwrap_or(&at).display()
+                        "a directory on the way to {rel} is a link, so nothing is changed under it"
                     ),
-                ));
+                )
+            } else {
+                e
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&at)?,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+        })?
+    };
+    Ok((dir, name))
 }
 
 /// Why a restore stopped.
@@ -325,36 +329,55 @@ pub enum Failure {
     Midway(std::io::Error),
 }
 
-fn stage(store: &Store, entry: &PathEntry, at: &Path) -> std::io::Result<()> {
+fn stage(store: &Store, entry: &PathEntry, dir: &Dir, name: &OsStr) -> std::io::Result<()> {
     match &entry.kind {
         Kind::File { hash, .. } => {
             let bytes = store.blob(hash)?;
-            std::fs::write(at, &bytes)?;
-            std::fs::set_permissions(at, std::fs::Permissions::from_mode(entry.mode))
+            let mut file = dir.create_new(name, 0o600)?;
+            file.write_all(&bytes)?;
+            file.set_permissions(std::fs::Permissions::from_mode(entry.mode))
         }
-        Kind::Symlink { target } => std::os::unix::fs::symlink(target, at),
+        Kind::Symlink { target } => dir.symlink(Path::new(target), name),
         _ => Ok(()),
     }
 }
 
-/// The staging directory, removed with whatever is left in it when dropped.
+/// The staging directory (made by the restore, held open), removed with whatever is
+/// left in it when dropped.
 struct Staging {
-    dir: PathBuf,
+    root: Dir,
+    name: OsString,
+    dir: Dir,
 }
 
 impl Staging {
-    fn create(root: &Path) -> std::io::Result<Staging> {
-        let dir = tempfile::Builder::new()
-            .prefix(STAGING_PREFIX)
-            .tempdir_in(root)?
-            .keep();
-        Ok(Staging { dir })
+    fn create(root: &Dir) -> std::io::Result<Staging> {
+        use std::hash::BuildHasher;
+        for _ in 0..16 {
+            let salt = RandomState::new().hash_one(std::process::id());
+            let name = OsString::from(format!("{STAGING_PREFIX}{salt:016x}"));
+            match mkdirat(root, name.as_os_str(), Mode::from_bits_truncate(0o700)) {
+                Ok(()) => {}
+                Err(Errno::EEXIST) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            let dir = root.sub(Path::new(&name))?;
+            return Ok(Staging {
+                root: root.try_clone()?,
+                name,
+                dir,
+            });
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "no free name for a staging directory",
+        ))
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = self.root.remove_tree(&self.name);
     }
 }
 

@@ -15,15 +15,18 @@
 //!   directory fsynced. A crash at any moment leaves the old file or the new one.
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, Permissions};
 use std::hash::{Hash, Hasher};
 use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::{Flock, FlockArg, OFlag};
 use sha2::{Digest, Sha256};
+use whalebox_sandbox::beneath::Dir;
 
 pub type Sha = [u8; 32];
 
@@ -270,28 +273,24 @@ pub enum Expect<'a> {
     Absent,
 }
 
-/// Replace `path` with `new`, if it still is what `expect` says.
-pub fn commit(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitError> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a file path needs a parent"))?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a file path needs a name"))?;
-    let dir_file = File::open(dir)?;
+/// Replace `name` in `dir` with `new`, if it still is what `expect` says. Everything is
+/// done by name in the held directory: a directory on the way swapped for a link after
+/// the path was checked cannot redirect the write, and a link put where the file was is
+/// a conflict, never followed.
+pub fn commit(dir: &Dir, name: &OsStr, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitError> {
     // Serializes the compare-and-rename of every whalebox process writing in this dir.
-    let dir_lock = Flock::lock(dir_file, FlockArg::LockExclusive)
-        .map_err(|(_, errno)| io::Error::from(errno))?;
+    let dir_lock = Flock::lock(
+        File::from(OwnedFd::from(dir.try_clone()?)),
+        FlockArg::LockExclusive,
+    )
+    .map_err(|(_, errno)| io::Error::from(errno))?;
 
-    let current_meta = match std::fs::metadata(path) {
-        Ok(m) => Some(m),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e.into()),
-    };
+    let current = open_current(dir, name)?;
+    let current_meta = current.as_ref().map(|f| f.metadata()).transpose()?;
     let expected = match (&expect, &current_meta) {
         (Expect::Absent, Some(_)) | (Expect::Bytes(_), None) => return Err(CommitError::Conflict),
         (Expect::Bytes(expected), Some(meta)) => {
-            if meta.len() != expected.len() as u64 {
+            if !meta.is_file() || meta.len() != expected.len() as u64 {
                 return Err(CommitError::Conflict);
             }
             Some(*expected)
@@ -305,14 +304,10 @@ pub fn commit(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitE
     // Re-read and compare on a second thread while the new bytes are written and
     // synced; the rename waits for the verdict.
     let (same, temp) = std::thread::scope(|scope| {
-        let check = expected.map(|bytes| scope.spawn(move || same_bytes(path, bytes)));
-        let temp = write_temp(
-            dir,
-            &name.to_string_lossy(),
-            new,
-            mode,
-            current_meta.as_ref(),
-        );
+        let check = expected
+            .zip(current.as_ref())
+            .map(|(bytes, file)| scope.spawn(move || same_bytes(file, bytes)));
+        let temp = write_temp(dir, name, new, mode, current_meta.as_ref());
         let same = match check {
             Some(handle) => handle
                 .join()
@@ -322,32 +317,71 @@ pub fn commit(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitE
         (same, temp)
     });
     let temp = temp?;
-    if !same? {
-        return Err(CommitError::Conflict);
-    }
-    // And nothing touched the file between the first look and now (a write changes
-    // its size, times or inode).
-    if let Some(before) = &current_meta {
-        let now = std::fs::metadata(path)?;
-        if Fingerprint::of(before) != Fingerprint::of(&now) {
+    let placed = (|| {
+        if !same? {
             return Err(CommitError::Conflict);
         }
-    }
-    match expect {
-        Expect::Absent => temp.persist_noclobber(path).map_err(|e| {
-            if e.error.kind() == io::ErrorKind::AlreadyExists {
-                CommitError::Conflict
-            } else {
-                CommitError::Io(e.error)
+        // And nothing touched the file between the first look and now (a write changes
+        // its size, times or inode).
+        if let Some(before) = &current_meta {
+            let now = open_current(dir, name)?.map(|f| f.metadata()).transpose()?;
+            if now.is_none_or(|now| Fingerprint::of(before) != Fingerprint::of(&now)) {
+                return Err(CommitError::Conflict);
             }
-        })?,
-        Expect::Bytes(_) => temp.persist(path).map_err(|e| CommitError::Io(e.error))?,
-    };
+        }
+        match expect {
+            Expect::Absent => dir.rename_noreplace(&temp, dir, name).map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    CommitError::Conflict
+                } else {
+                    CommitError::Io(e)
+                }
+            }),
+            Expect::Bytes(_) => dir.rename(&temp, dir, name).map_err(CommitError::Io),
+        }
+    })();
+    if placed.is_err() {
+        let _ = dir.remove_file(&temp);
+    }
+    placed?;
     // The rename is durable once the directory is.
     let synced = dir_lock.sync_all();
-    remove_leftovers(dir, &name.to_string_lossy());
+    remove_leftovers(dir, name);
     drop(dir_lock);
     synced.map_err(CommitError::Unconfirmed)
+}
+
+/// [`commit`] for a file whalebox's profile names (the todo file), not one a model's
+/// path reached: its directory is opened by path.
+pub fn commit_path(path: &Path, expect: Expect<'_>, new: &[u8]) -> Result<(), CommitError> {
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => (dir, name),
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a file path needs a parent and a name",
+            )
+            .into());
+        }
+    };
+    let dir = Dir::open(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    })?;
+    commit(&dir, name, expect, new)
+}
+
+/// The file `name` in `dir` as it is now, opened without following a link (`None`: no
+/// such file). A link there (where the guard saw a file) is someone else's doing: a
+/// conflict. Non-blocking, so a FIFO put there does not hang the call.
+fn open_current(dir: &Dir, name: &OsStr) -> Result<Option<File>, CommitError> {
+    match dir.open_file(Path::new(name), OFlag::O_RDONLY | OFlag::O_NONBLOCK) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ENOENT) => Ok(None),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => Err(CommitError::Conflict),
+        Err(e) => Err(e.into()),
+    }
 }
 
 const TEMP_SUFFIX: &str = ".whalebox-tmp";
@@ -355,48 +389,57 @@ const TEMP_SUFFIX: &str = ".whalebox-tmp";
 /// Remove temporary files a killed writer of `name` left behind. Safe while the
 /// directory lock is held: every live writer creates and renames its temporary file
 /// under that lock, so any temporary file visible now belongs to no one.
-fn remove_leftovers(dir: &Path, name: &str) {
-    let prefix = format!(".{name}.");
-    let Ok(entries) = std::fs::read_dir(dir) else {
+fn remove_leftovers(dir: &Dir, name: &OsStr) {
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let Ok(entries) = dir.entries() else {
         return;
     };
-    for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let file_name = file_name.to_string_lossy();
+    for entry in entries {
+        let file_name = entry.to_string_lossy();
         if file_name.starts_with(&prefix) && file_name.ends_with(TEMP_SUFFIX) {
-            let _ = std::fs::remove_file(entry.path());
+            let _ = dir.remove_file(&entry);
         }
     }
 }
 
 /// The new content in a synced temporary file next to the target, with the target's
-/// mode (and owner, when allowed).
+/// mode (and owner, when allowed); returns its name.
 fn write_temp(
-    dir: &Path,
-    name: &str,
+    dir: &Dir,
+    name: &OsStr,
     new: &[u8],
     mode: u32,
     current: Option<&std::fs::Metadata>,
-) -> io::Result<tempfile::NamedTempFile> {
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(TEMP_SUFFIX)
-        .tempfile_in(dir)?;
-    temp.write_all(new)?;
-    temp.as_file()
-        .set_permissions(Permissions::from_mode(mode))?;
-    if let Some(meta) = current {
-        // Keep the owner when we may (as root, or when it is already ours).
-        let _ = std::os::unix::fs::fchown(temp.as_file(), Some(meta.uid()), Some(meta.gid()));
+) -> io::Result<OsString> {
+    use std::hash::BuildHasher;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let salt = std::collections::hash_map::RandomState::new()
+        .hash_one((std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+    let temp = OsString::from(format!(
+        ".{}.{salt:016x}{TEMP_SUFFIX}",
+        name.to_string_lossy()
+    ));
+    let mut file = dir.create_new(&temp, 0o600)?;
+    let written = (|| {
+        file.write_all(new)?;
+        file.set_permissions(Permissions::from_mode(mode))?;
+        if let Some(meta) = current {
+            // Keep the owner when we may (as root, or when it is already ours).
+            let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
+        }
+        file.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = dir.remove_file(&temp);
+        return Err(e);
     }
-    temp.as_file().sync_all()?;
     Ok(temp)
 }
 
-/// Does the file at `path` hold exactly `expected`? Reads in chunks, stops at the
-/// first difference.
-fn same_bytes(path: &Path, expected: &[u8]) -> io::Result<bool> {
-    let mut file = File::open(path)?;
+/// Does `file` (read from its start) hold exactly `expected`? Reads in chunks, stops
+/// at the first difference.
+fn same_bytes(mut file: &File, expected: &[u8]) -> io::Result<bool> {
     let mut buf = vec![0u8; 1 << 20];
     let mut offset = 0usize;
     loop {
@@ -437,7 +480,7 @@ mod tests {
         let path = dir.path().join("f.sh");
         std::fs::write(&path, b"old").unwrap();
         std::fs::set_permissions(&path, Permissions::from_mode(0o751)).unwrap();
-        commit(&path, Expect::Bytes(b"old"), b"new").unwrap();
+        commit_path(&path, Expect::Bytes(b"old"), b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
         let mode = std::fs::metadata(&path).unwrap().mode() & 0o7777;
         assert_eq!(mode, 0o751);
@@ -452,7 +495,7 @@ mod tests {
         std::fs::write(&path, b"a").unwrap();
         std::fs::write(dir.path().join(".f.abc123.whalebox-tmp"), b"half").unwrap();
         std::fs::write(dir.path().join(".other.x.whalebox-tmp"), b"not ours").unwrap();
-        commit(&path, Expect::Bytes(b"a"), b"b").unwrap();
+        commit_path(&path, Expect::Bytes(b"a"), b"b").unwrap();
         assert!(!dir.path().join(".f.abc123.whalebox-tmp").exists());
         assert!(dir.path().join(".other.x.whalebox-tmp").exists());
     }
@@ -463,20 +506,20 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, b"someone else's").unwrap();
         assert!(matches!(
-            commit(&path, Expect::Bytes(b"what we read"), b"ours"),
+            commit_path(&path, Expect::Bytes(b"what we read"), b"ours"),
             Err(CommitError::Conflict)
         ));
         assert!(matches!(
-            commit(&path, Expect::Absent, b"ours"),
+            commit_path(&path, Expect::Absent, b"ours"),
             Err(CommitError::Conflict)
         ));
         assert_eq!(std::fs::read(&path).unwrap(), b"someone else's");
         std::fs::remove_file(&path).unwrap();
         assert!(matches!(
-            commit(&path, Expect::Bytes(b"x"), b"ours"),
+            commit_path(&path, Expect::Bytes(b"x"), b"ours"),
             Err(CommitError::Conflict)
         ));
-        commit(&path, Expect::Absent, b"created").unwrap();
+        commit_path(&path, Expect::Absent, b"created").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"created");
     }
 

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use crate::mutation::{CommitError, Expect, commit};
+use crate::mutation::{CommitError, Expect, commit_path};
 
 pub const PLAN_URI: &str = "whalebox://session/plan";
 pub const TODOS_URI: &str = "whalebox://session/todos";
@@ -184,7 +184,7 @@ impl Board {
                 Some(b) => Expect::Bytes(b),
                 None => Expect::Absent,
             };
-            match commit(path, expect, new.as_bytes()) {
+            match commit_path(path, expect, new.as_bytes()) {
                 Ok(()) => {
                     *held = list.clone();
                     let _ = self.changes.send(TODOS_URI);

@@ -1,6 +1,6 @@
 //! Group `files`: read_file and list_dir (load_skill lives in `skills`).
 
-use std::fs::File;
+use nix::fcntl::OFlag;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -100,7 +100,13 @@ impl ReadFile {
         let env = &self.env;
         let allowed = guarded(env, &a.file_path, Access::Read)?;
         let shown = allowed.shown.clone();
-        let meta = std::fs::metadata(&allowed.abs).map_err(|e| io_error(env, &allowed, e))?;
+        // Opened beneath its root without following a link: what the guard checked is
+        // what is read, even if a task swaps a directory on the way for a link meanwhile.
+        // Non-blocking, so a FIFO is refused below instead of hanging the call.
+        let mut file = allowed
+            .open(OFlag::O_RDONLY | OFlag::O_NONBLOCK)
+            .map_err(|e| io_error(env, &allowed, e))?;
+        let meta = file.metadata().map_err(|e| io_error(env, &allowed, e))?;
         if meta.is_dir() {
             return Err(ToolError::new(
                 Code::IsDirectory,
@@ -119,7 +125,6 @@ impl ReadFile {
         let size = meta.len();
         let first = a.offset.unwrap_or(1).max(1);
         let limit = a.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        let mut file = File::open(&allowed.abs).map_err(|e| io_error(env, &allowed, e))?;
         let request = PageRequest {
             first_line: first,
             max_lines: limit,
@@ -143,7 +148,8 @@ impl ReadFile {
         if let Some(sha) = page.sha256 {
             // What the model has now seen: a later write over it is not stale. The
             // fingerprint counts only if the file held still while it was read.
-            let fingerprint = std::fs::metadata(&allowed.abs)
+            let fingerprint = file
+                .metadata()
                 .ok()
                 .map(|after| Fingerprint::of(&after))
                 .filter(|after| *after == Fingerprint::of(&meta));

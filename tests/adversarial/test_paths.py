@@ -1,7 +1,8 @@
 """Paths: what whalebox opens, or trusts, because of what a task wrote in the workspace.
 A planted `.git` file naming an outside directory as its repository must not make a
 later session add that directory as a root; a file flipped to a link to /proc while the
-checkpoint scanner works must not be read through it (issue 41)."""
+checkpoint scanner works must not be read through it; a directory flipped to a link
+while read_file, grep or write work on a path in it must not be followed (issue 41)."""
 
 import json
 import pathlib
@@ -110,3 +111,86 @@ async def test_the_checkpoint_scanner_follows_no_swapped_link(wl, config, user):
         await t.sh("true", why="the server stopped working after the flips")
 
     await wl.run("scanner_swap", config, user, steps)
+
+
+# `d` flips between a real directory and a link (atomic renames, for a bounded time).
+def _flipper(link_to: str) -> str:
+    return ("mkdir -p d.real && printf plain > d.real/status && end=$((SECONDS+6)); "
+            "while [ $SECONDS -lt $end ]; do "
+            "mv -Tf d.real d 2>/dev/null; mv -Tf d d.real 2>/dev/null; "
+            f"ln -sfn {link_to} d.link && mv -Tf d.link d; rm -f d; done; "
+            "[ -d d.real ] && mv -Tf d.real d; true")
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_the_file_tools_follow_no_swapped_directory(wl, config, user):
+    """A background task flips `d` between a directory holding `status` and a link to
+    /proc/self, while the model calls read_file and grep on `d/status`. The path guard
+    resolves `d/status` inside the workspace; a tool that then opened the path again
+    would follow the new link and hand the model the server's own /proc/self/status.
+    Bare, a following open during the flips reaches /proc (the swap happens). Fenced,
+    no answer may hold a /proc status (`TracerPid`), and the server keeps working. The
+    window between the check and the open is microseconds against a flip of milliseconds,
+    so the unfixed tools lose this race only rarely in its bounded rounds; the
+    deterministic proof (the swap made between check and use, and a path open shown to
+    follow it) is the Rust test `paths::tests::a_directory_swapped_for_a_link_after_the_
+    check_is_refused_not_followed` in whalebox-sandbox."""
+    async def steps(t):
+        handle = await t.start(_flipper("/proc/self"))
+        if not t.fenced:
+            seen = 0
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not seen:
+                try:
+                    seen += b"TracerPid" in (t.ws / "d" / "status").read_bytes()
+                except OSError:
+                    pass
+            await t.wait(handle, timeout=30)
+            check(await t.sh("true"), seen > 0,
+                  "bare, a following open of d/status should reach /proc/self/status (the probe is broken)")
+            return
+        answers = []
+        for _ in range(60):
+            answers.append(await t.call("read_file", {"file_path": "d/status"}))
+            answers.append(await t.call("grep", {"pattern": "Pid", "path": "d",
+                                                 "output_mode": "content"}))
+        r = await t.wait(handle, timeout=30)
+        leaked = [a for a in answers if "TracerPid" in json.dumps(a)]
+        check(r, not leaked, f"a file tool read through a swapped link: {leaked[:1]}")
+        await t.sh("true", why="the server stopped working after the flips")
+
+    await wl.run("tools_swap_read", config, user, steps)
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_write_follows_no_swapped_directory(wl, config, user):
+    """The same flip with `d` a link to a directory outside the workspace, while the
+    model creates `d/new-N.txt`: a write that re-walked the path after the guard's check
+    would create the file outside. Bare, a following create during the flips lands
+    outside. Fenced, nothing appears outside and the server keeps working (the same
+    Rust test proves the write side deterministically)."""
+    async def steps(t):
+        outside = t.place.outside
+        t.place.give_away()
+        handle = await t.start(_flipper(str(outside)))
+        if not t.fenced:
+            deadline = time.monotonic() + 5
+            n = 0
+            while time.monotonic() < deadline and not any(outside.glob("new-*")):
+                try:
+                    (t.ws / "d" / f"new-{n}.txt").write_text("x")
+                except OSError:
+                    pass
+                n += 1
+            await t.wait(handle, timeout=30)
+            check(await t.sh("true"), any(outside.glob("new-*")),
+                  "bare, a following create in d should land outside (the probe is broken)")
+            return
+        for i in range(60):
+            await t.call("write", {"file_path": f"d/new-{i}.txt", "content": "x\n"})
+        r = await t.wait(handle, timeout=30)
+        planted = sorted(p.name for p in outside.glob("new-*"))
+        check(r, not planted, f"write created files outside the workspace through a swapped link: {planted}")
+        await t.sh("true", why="the server stopped working after the flips")
+
+    await wl.run("tools_swap_write", config, user, steps)

@@ -1,44 +1,67 @@
 //! Opening a file beneath a trusted directory descriptor without following links: what
-//! whalebox opens on a model's behalf (the checkpoint scanner first) goes through here,
-//! so a task that swaps a directory for a symlink to `/proc/self` between a check and an
-//! open gets a refusal, never the server's own files.
+//! whalebox opens or writes on a model's behalf (the file tools, the checkpoint scanner
+//! and restore) goes through here, so a task that swaps a directory for a symlink to
+//! `/proc/self` (or `/root`) between a check and a use gets a refusal, never the
+//! server's own files or a write outside the workspace.
 //!
-//! `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-//! RESOLVE_NO_XDEV` does it in one call. A kernel without it (before 5.6: `ENOSYS`) gets
-//! a walk of one `openat(O_NOFOLLOW)` per component and a device check, never a path open.
+//! `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS` does
+//! it in one call (and `RESOLVE_NO_XDEV` where no mount may be crossed). A kernel
+//! without it (before 5.6: `ENOSYS`) gets a walk of one `openat(O_NOFOLLOW)` per
+//! component, never a path open. [`Dir`] holds a directory open and does the rest of a
+//! write (create, rename, remove, chmod) by name in it.
 
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Component, Path};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat, openat2};
-use nix::sys::stat::{Mode, fstat};
+use nix::fcntl::{AtFlags, OFlag, OpenHow, RenameFlags, ResolveFlag, openat, openat2};
+use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat, mkdirat};
+use nix::unistd::{UnlinkatFlags, symlinkat, unlinkat};
 
 /// Open `rel` (relative, no `..`) beneath `dir` with `flags`, following no symlink at
 /// any component and crossing no mount. A link on the way is `ELOOP`, a mount `EXDEV`.
 pub fn open_beneath(dir: impl AsFd, rel: &Path, flags: OFlag) -> io::Result<OwnedFd> {
+    open_resolving(dir.as_fd(), rel, flags, false)
+}
+
+/// As [`open_beneath`], but mounts on the way are crossed: a workspace may hold a mount
+/// (a tmpfs for `node_modules`, a bind-mounted cache) that the model's own reads and
+/// writes reach, and a task cannot mount anything the server sees.
+pub fn open_within(dir: impl AsFd, rel: &Path, flags: OFlag) -> io::Result<OwnedFd> {
+    open_resolving(dir.as_fd(), rel, flags, true)
+}
+
+fn open_resolving(
+    dir: BorrowedFd<'_>,
+    rel: &Path,
+    flags: OFlag,
+    cross_mounts: bool,
+) -> io::Result<OwnedFd> {
     let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let rel = if rel.as_os_str().is_empty() {
         Path::new(".")
     } else {
         rel
     };
-    let how = OpenHow::new().flags(flags).resolve(
-        ResolveFlag::RESOLVE_BENEATH
-            | ResolveFlag::RESOLVE_NO_SYMLINKS
-            | ResolveFlag::RESOLVE_NO_MAGICLINKS
-            | ResolveFlag::RESOLVE_NO_XDEV,
-    );
-    match openat2(dir.as_fd(), rel, how) {
-        Err(Errno::ENOSYS) => walk(dir, rel, flags),
+    let mut resolve = ResolveFlag::RESOLVE_BENEATH
+        | ResolveFlag::RESOLVE_NO_SYMLINKS
+        | ResolveFlag::RESOLVE_NO_MAGICLINKS;
+    if !cross_mounts {
+        resolve |= ResolveFlag::RESOLVE_NO_XDEV;
+    }
+    let how = OpenHow::new().flags(flags).resolve(resolve);
+    match openat2(dir, rel, how) {
+        Err(Errno::ENOSYS) => walk(dir, rel, flags, cross_mounts),
         other => other.map_err(io::Error::from),
     }
 }
 
 /// The fallback: component by component, each opened with `O_NOFOLLOW` relative to the
-/// last, each on the starting directory's device.
-fn walk(dir: impl AsFd, rel: &Path, flags: OFlag) -> io::Result<OwnedFd> {
+/// last, each on the starting directory's device unless mounts may be crossed.
+fn walk(dir: impl AsFd, rel: &Path, flags: OFlag, cross_mounts: bool) -> io::Result<OwnedFd> {
     let dev = fstat(dir.as_fd())?.st_dev;
     let parts: Vec<_> = rel.components().collect();
     let mut cur: Option<OwnedFd> = None;
@@ -58,7 +81,7 @@ fn walk(dir: impl AsFd, rel: &Path, flags: OFlag) -> io::Result<OwnedFd> {
             Some(fd) => openat(fd.as_fd(), name, f, Mode::empty()),
             None => openat(dir.as_fd(), name, f, Mode::empty()),
         }?;
-        if fstat(at.as_fd())?.st_dev != dev {
+        if !cross_mounts && fstat(at.as_fd())?.st_dev != dev {
             return Err(Errno::EXDEV.into());
         }
         cur = Some(at);
@@ -67,6 +90,209 @@ fn walk(dir: impl AsFd, rel: &Path, flags: OFlag) -> io::Result<OwnedFd> {
         Some(fd) => Ok(fd),
         None => Err(Errno::ENOENT.into()),
     }
+}
+
+/// A directory held open by descriptor. Every operation names what it touches relative
+/// to it, walked without following a link, so what was checked is what is used: a
+/// component swapped for a link meanwhile is refused (`ELOOP`), never followed.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+}
+
+impl Dir {
+    /// Open the directory at `path`, a physical path (no link in it; the final component
+    /// is not followed).
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        let fd = nix::fcntl::open(
+            path,
+            OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Dir { fd })
+    }
+
+    /// The directory `rel` beneath this one (crossing mounts, following no link).
+    pub fn sub(&self, rel: &Path) -> io::Result<Dir> {
+        let fd = open_within(&self.fd, rel, OFlag::O_DIRECTORY | OFlag::O_RDONLY)?;
+        Ok(Dir { fd })
+    }
+
+    /// The directory `rel` beneath this one, made (with `mode`, less the umask) where
+    /// missing. A link or a file on the way is an error naming how far the walk got,
+    /// so nothing is ever made or written through a link.
+    pub fn make_dirs(&self, rel: &Path, mode: u32) -> io::Result<Dir> {
+        let mut cur: Option<Dir> = None;
+        let mut done = PathBuf::new();
+        for part in rel.components() {
+            let name = match part {
+                Component::Normal(n) => n,
+                Component::CurDir => continue,
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{} leaves the directory", rel.display()),
+                    ));
+                }
+            };
+            done.push(name);
+            let at = cur.as_ref().unwrap_or(self);
+            let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_NOFOLLOW;
+            let opened = match openat(&at.fd, name, flags | OFlag::O_CLOEXEC, Mode::empty()) {
+                Err(Errno::ENOENT) => {
+                    match mkdirat(&at.fd, name, Mode::from_bits_truncate(mode)) {
+                        Ok(()) | Err(Errno::EEXIST) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    openat(&at.fd, name, flags | OFlag::O_CLOEXEC, Mode::empty())
+                }
+                other => other,
+            };
+            let fd = opened.map_err(|e| match e {
+                Errno::ELOOP | Errno::ENOTDIR => io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    format!(
+                        "{} is not a directory (a link or a file), so nothing is written under it",
+                        done.display()
+                    ),
+                ),
+                e => e.into(),
+            })?;
+            cur = Some(Dir { fd });
+        }
+        match cur {
+            Some(dir) => Ok(dir),
+            None => self.try_clone(),
+        }
+    }
+
+    pub fn try_clone(&self) -> io::Result<Dir> {
+        Ok(Dir {
+            fd: self.fd.try_clone()?,
+        })
+    }
+
+    /// Open the file `rel` beneath this directory with `flags` (no link followed).
+    pub fn open_file(&self, rel: &Path, flags: OFlag) -> io::Result<File> {
+        Ok(File::from(open_within(&self.fd, rel, flags)?))
+    }
+
+    /// Create `name` here, which must not exist (not even as a link), for writing.
+    pub fn create_new(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+        let fd = openat(
+            &self.fd,
+            name,
+            OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(mode),
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// What `name` here is, not following a link; `None` when there is nothing.
+    pub fn stat(&self, name: &OsStr) -> io::Result<Option<FileStat>> {
+        match fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(st)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Rename `from` here to `to` in `to_dir`, replacing what is there.
+    pub fn rename(&self, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Result<()> {
+        nix::fcntl::renameat(&self.fd, from, &to_dir.fd, to).map_err(io::Error::from)
+    }
+
+    /// Rename `from` here to `to` in `to_dir` only if nothing is there (`EEXIST`).
+    pub fn rename_noreplace(&self, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Result<()> {
+        nix::fcntl::renameat2(
+            &self.fd,
+            from,
+            &to_dir.fd,
+            to,
+            RenameFlags::RENAME_NOREPLACE,
+        )
+        .map_err(io::Error::from)
+    }
+
+    pub fn remove_file(&self, name: &OsStr) -> io::Result<()> {
+        unlinkat(&self.fd, name, UnlinkatFlags::NoRemoveDir).map_err(io::Error::from)
+    }
+
+    pub fn remove_dir(&self, name: &OsStr) -> io::Result<()> {
+        unlinkat(&self.fd, name, UnlinkatFlags::RemoveDir).map_err(io::Error::from)
+    }
+
+    /// Remove `name` here and everything under it, following no link.
+    pub fn remove_tree(&self, name: &OsStr) -> io::Result<()> {
+        match self.stat(name)? {
+            None => Ok(()),
+            Some(st) if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR => {
+                let sub = self.sub(Path::new(name))?;
+                for entry in sub.entries()? {
+                    sub.remove_tree(&entry)?;
+                }
+                self.remove_dir(name)
+            }
+            Some(_) => self.remove_file(name),
+        }
+    }
+
+    pub fn symlink(&self, target: &Path, name: &OsStr) -> io::Result<()> {
+        symlinkat(target, &self.fd, name).map_err(io::Error::from)
+    }
+
+    /// Set the mode of `name` here, refusing a link (chmod would follow it).
+    pub fn chmod(&self, name: &OsStr, mode: u32) -> io::Result<()> {
+        let fd = openat(
+            &self.fd,
+            name,
+            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        if SFlag::from_bits_truncate(fstat(&fd)?.st_mode) & SFlag::S_IFMT == SFlag::S_IFLNK {
+            return Err(Errno::ELOOP.into());
+        }
+        // An O_PATH descriptor takes no fchmod; its /proc entry names that inode.
+        let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode))
+    }
+
+    /// The names in this directory (without `.` and `..`).
+    pub fn entries(&self) -> io::Result<Vec<OsString>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))? {
+            names.push(entry?.file_name());
+        }
+        Ok(names)
+    }
+
+    /// Flush the directory (a rename in it) to disk.
+    pub fn sync(&self) -> io::Result<()> {
+        nix::unistd::fsync(&self.fd).map_err(io::Error::from)
+    }
+}
+
+impl From<Dir> for OwnedFd {
+    fn from(dir: Dir) -> OwnedFd {
+        dir.fd
+    }
+}
+
+impl AsFd for Dir {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Split a relative path into its parent (possibly empty) and final name.
+pub fn split(rel: &Path) -> io::Result<(&Path, &OsStr)> {
+    let name = rel.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no file", rel.display()),
+        )
+    })?;
+    Ok((rel.parent().unwrap_or(Path::new("")), name))
 }
 
 #[cfg(test)]
@@ -87,7 +313,7 @@ mod tests {
                 if how == 0 {
                     open_beneath(&dir, Path::new(rel), flags)
                 } else {
-                    walk(&dir, Path::new(rel), flags | OFlag::O_NOFOLLOW)
+                    walk(&dir, Path::new(rel), flags | OFlag::O_NOFOLLOW, false)
                 }
             };
             assert!(open("d/f", OFlag::O_RDONLY).is_ok());
@@ -96,5 +322,43 @@ mod tests {
             assert!(open("inner/f", OFlag::O_RDONLY).is_err(), "any link");
             assert!(open("../x", OFlag::O_RDONLY).is_err(), "outside");
         }
+    }
+
+    #[test]
+    fn a_dir_walks_and_writes_without_following_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join("ws/real")).unwrap();
+        std::fs::create_dir(root.join("out")).unwrap();
+        std::fs::write(root.join("out/keep"), "outside").unwrap();
+        std::os::unix::fs::symlink(root.join("out"), root.join("ws/link")).unwrap();
+        std::os::unix::fs::symlink(root.join("out/keep"), root.join("ws/file_link")).unwrap();
+        let ws = Dir::open(&root.join("ws")).unwrap();
+
+        let made = ws.make_dirs(Path::new("real/a/b"), 0o755).unwrap();
+        made.create_new(OsStr::new("f"), 0o644).unwrap();
+        assert!(root.join("ws/real/a/b/f").is_file());
+        let refused = ws.make_dirs(Path::new("link/x"), 0o755).unwrap_err();
+        assert!(
+            refused.to_string().contains("link is not a directory"),
+            "{refused}"
+        );
+        assert!(!root.join("out/x").exists());
+        assert!(ws.sub(Path::new("link")).is_err());
+        assert!(ws.create_new(OsStr::new("file_link"), 0o644).is_err());
+        assert!(ws.chmod(OsStr::new("file_link"), 0o777).is_err());
+        assert!(
+            ws.open_file(Path::new("link/keep"), OFlag::O_RDONLY)
+                .is_err()
+        );
+
+        // A tree holding a link is removed without following it.
+        std::os::unix::fs::symlink(root.join("out"), root.join("ws/real/a/l")).unwrap();
+        ws.remove_tree(OsStr::new("real")).unwrap();
+        assert!(!root.join("ws/real").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join("out/keep")).unwrap(),
+            "outside"
+        );
     }
 }

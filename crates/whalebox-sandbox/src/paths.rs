@@ -6,9 +6,14 @@
 //! parent chain of a file that does not exist yet is resolved.
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+
+use nix::fcntl::OFlag;
+
+use crate::beneath::{Dir, split};
 
 /// How many symlinks one resolution may follow (Linux's own limit is 40).
 const MAX_LINKS: usize = 40;
@@ -28,13 +33,44 @@ pub enum RootKind {
     SkillDir,
 }
 
-/// A path the guard allowed: `abs` is the resolved path to use for I/O, `shown` is how
-/// to name it to the model (relative to the workspace when inside it).
+/// A path the guard allowed: `abs` is the resolved path (for messages, ledgers and
+/// locks), `shown` is how to name it to the model (relative to the workspace when inside
+/// it). I/O goes through [`Allowed::open`] and [`Allowed::parent`], which walk `rel` from
+/// the root that admitted it (`base`) without following a link: a component a task swaps
+/// for a link after the check is refused, not followed out of the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allowed {
     pub abs: PathBuf,
     pub shown: String,
     pub root: RootKind,
+    /// The root directory that admitted the path, and the path relative to it.
+    pub base: PathBuf,
+    pub rel: PathBuf,
+}
+
+impl Allowed {
+    /// The admitting root, held open.
+    pub fn base_dir(&self) -> io::Result<Dir> {
+        Dir::open(&self.base)
+    }
+
+    /// Open the path itself with `flags`, following no link on the way.
+    pub fn open(&self, flags: OFlag) -> io::Result<File> {
+        self.base_dir()?.open_file(&self.rel, flags)
+    }
+
+    /// The directory the path is in, held open, and its final name. `create`: make the
+    /// missing directories on the way (never through a link).
+    pub fn parent(&self, create: bool) -> io::Result<(Dir, &OsStr)> {
+        let (parent, name) = split(&self.rel)?;
+        let base = self.base_dir()?;
+        let dir = if create {
+            base.make_dirs(parent, 0o777)?
+        } else {
+            base.sub(parent)?
+        };
+        Ok((dir, name))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -110,17 +146,24 @@ impl PathGuard {
             shown: raw.to_string(),
             source,
         })?;
-        let root = self
+        let (root, base) = self
             .root_of(&resolved, access)
             .ok_or_else(|| GuardError::Denied {
                 shown: raw.to_string(),
                 resolved: resolved.clone(),
                 access,
             })?;
+        let base = base.to_path_buf();
+        let rel = resolved
+            .strip_prefix(&base)
+            .unwrap_or(&resolved)
+            .to_path_buf();
         Ok(Allowed {
             shown: self.show(&resolved),
             abs: resolved,
             root,
+            base,
+            rel,
         })
     }
 
@@ -164,18 +207,22 @@ impl PathGuard {
         }
     }
 
-    fn root_of(&self, resolved: &Path, access: Access) -> Option<RootKind> {
-        if resolved.starts_with(&self.workspace) || guard_disabled_for_tests() {
-            return Some(RootKind::Workspace);
+    /// Which root admits `resolved` for `access`, and that root's directory.
+    fn root_of(&self, resolved: &Path, access: Access) -> Option<(RootKind, &Path)> {
+        if resolved.starts_with(&self.workspace) {
+            return Some((RootKind::Workspace, &self.workspace));
+        }
+        if guard_disabled_for_tests() {
+            return Some((RootKind::Workspace, Path::new("/")));
         }
         if access == Access::Write {
             return None;
         }
-        if self.read_roots.iter().any(|r| resolved.starts_with(r)) {
-            return Some(RootKind::ReadRoot);
+        if let Some(r) = self.read_roots.iter().find(|r| resolved.starts_with(r)) {
+            return Some((RootKind::ReadRoot, r));
         }
-        if self.skill_dirs.iter().any(|r| resolved.starts_with(r)) {
-            return Some(RootKind::SkillDir);
+        if let Some(r) = self.skill_dirs.iter().find(|r| resolved.starts_with(r)) {
+            return Some((RootKind::SkillDir, r));
         }
         None
     }
@@ -445,5 +492,36 @@ mod tests {
         std::fs::create_dir(t.root.join("ws2")).unwrap();
         let p = t.root.join("ws2/file");
         assert!(denied(&t, p.to_str().unwrap(), Access::Write));
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_after_the_check_is_refused_not_followed() {
+        let t = tree();
+        let ws = t.guard.workspace().to_path_buf();
+        std::fs::create_dir(ws.join("d")).unwrap();
+        std::fs::write(ws.join("d/status"), "plain").unwrap();
+        let read = t.guard.check("d/status", Access::Read).unwrap();
+        let write = t.guard.check("d/new.txt", Access::Write).unwrap();
+        // The task's swap, between the guard's check and the use.
+        std::fs::rename(ws.join("d"), ws.join("d.real")).unwrap();
+        symlink("/proc/self", ws.join("d")).unwrap();
+        // The control: opening the checked path again follows the swap to /proc.
+        let through = std::fs::read_to_string(&read.abs).unwrap();
+        assert!(
+            through.contains("TracerPid"),
+            "the swap should reach /proc: {through}"
+        );
+        assert!(read.open(OFlag::O_RDONLY).is_err());
+
+        std::fs::remove_file(ws.join("d")).unwrap();
+        symlink(t.root.join("out"), ws.join("d")).unwrap();
+        assert!(write.parent(true).is_err());
+        assert!(write.parent(false).is_err());
+        assert!(!t.root.join("out/new.txt").exists());
+        std::fs::write(&write.abs, "x").unwrap();
+        assert!(
+            t.root.join("out/new.txt").exists(),
+            "the control: a path write follows the swap"
+        );
     }
 }

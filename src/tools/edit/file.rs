@@ -2,6 +2,10 @@
 //! size limit, decodable) and storing the new bytes only where the file still holds
 //! what was read.
 
+use std::io::Read;
+
+use nix::fcntl::OFlag;
+
 use crate::core::{Code, ToolError};
 use crate::guard::Allowed;
 use crate::mutation::{CommitError, Expect, Fingerprint, Freshness, commit};
@@ -68,8 +72,9 @@ pub(super) fn too_large(shown: &str, size: u64, max: u64) -> ToolError {
 /// regular file within the size limit.
 pub(super) fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
     let shown = allowed.shown.clone();
-    let meta = match std::fs::metadata(&allowed.abs) {
-        Ok(m) => m,
+    // Opened beneath its root without following a link: what was checked is what is read.
+    let mut file = match allowed.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let mut err = io_error(env, &allowed, e);
             err.next_step = format!(
@@ -80,6 +85,7 @@ pub(super) fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
         }
         Err(e) => return Err(io_error(env, &allowed, e)),
     };
+    let meta = file.metadata().map_err(|e| io_error(env, &allowed, e))?;
     if meta.is_dir() {
         return Err(ToolError::new(
             Code::IsDirectory,
@@ -97,8 +103,11 @@ pub(super) fn load(env: &Env, allowed: Allowed) -> Result<Loaded, ToolError> {
     if meta.len() > max {
         return Err(too_large(&shown, meta.len(), max));
     }
-    let bytes = std::fs::read(&allowed.abs).map_err(|e| io_error(env, &allowed, e))?;
-    let fingerprint = std::fs::metadata(&allowed.abs)
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)
+        .map_err(|e| io_error(env, &allowed, e))?;
+    let fingerprint = file
+        .metadata()
         .ok()
         .map(|after| Fingerprint::of(&after))
         .filter(|after| *after == Fingerprint::of(&meta));
@@ -152,7 +161,12 @@ pub(super) fn store(
     expect: Expect<'_>,
     new_bytes: Vec<u8>,
 ) -> Result<(), ToolError> {
-    let committed = commit(&allowed.abs, expect, &new_bytes);
+    // A create makes the directories on the way (never through a link).
+    let create = matches!(expect, Expect::Absent);
+    let committed = allowed
+        .parent(create)
+        .map_err(CommitError::Io)
+        .and_then(|(dir, name)| commit(&dir, name, expect, &new_bytes));
     if let Err(CommitError::Unconfirmed(_)) = &committed {
         // The file holds the new bytes: the session must know it, whatever is answered.
         remember_written(env, allowed, new_bytes.clone());
@@ -178,7 +192,9 @@ pub(super) fn store(
 }
 
 fn remember_written(env: &Env, allowed: &Allowed, new_bytes: Vec<u8>) {
-    let fingerprint = std::fs::metadata(&allowed.abs)
+    let fingerprint = allowed
+        .open(OFlag::O_PATH)
+        .and_then(|f| f.metadata())
         .ok()
         .map(|m| Fingerprint::of(&m));
     env.ledger

@@ -110,9 +110,6 @@ impl Write {
 
     fn create(&self, allowed: Allowed, content: &str) -> ToolResult {
         let env = &self.env;
-        if let Some(parent) = allowed.abs.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error(env, &allowed, e))?;
-        }
         let ending = new_file_ending(&allowed.abs);
         let doc = Document::new_file(ending);
         let bytes = doc.to_bytes(content);

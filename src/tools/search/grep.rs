@@ -8,13 +8,14 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
+use nix::fcntl::OFlag;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::core::{BoxFuture, CallContext, Tool, ToolError, ToolOutput, ToolResult, run_blocking};
 use crate::guard::Allowed;
 use crate::tools::Env;
-use crate::tools::common::args;
+use crate::tools::common::{args, io_error};
 use crate::tools::walk::{Visibility, skipped_note, walker};
 
 use super::collect::{Collector, FileHits, OutputMode};
@@ -162,6 +163,12 @@ impl Grep {
         let overflow = AtomicBool::new(false);
         let files_searched = AtomicUsize::new(0);
         let cancel = &ctx.cancel;
+        // Each file is opened beneath the root that admitted the search, following no
+        // link: a directory a task swaps for a link to /proc/self or /root mid-walk is
+        // skipped, not searched.
+        let base = root.base_dir().map_err(|e| io_error(env, &root, e))?;
+        let base = &base;
+        let base_path = root.base.as_path();
         walk.build_parallel().run(|| {
             let mut searcher = searcher_builder.build();
             let matcher = &matcher;
@@ -190,10 +197,11 @@ impl Grep {
                     stored,
                     overflow,
                 };
-                if searcher
-                    .search_path(matcher, entry.path(), &mut sink)
-                    .is_err()
-                {
+                let rel = entry.path().strip_prefix(base_path).unwrap_or(entry.path());
+                let Ok(file) = base.open_file(rel, OFlag::O_RDONLY | OFlag::O_NONBLOCK) else {
+                    return WalkState::Continue;
+                };
+                if searcher.search_file(matcher, &file, &mut sink).is_err() {
                     return WalkState::Continue;
                 }
                 if sink.matches > 0 {
