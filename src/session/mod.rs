@@ -118,18 +118,26 @@ impl Drop for PrivateDirs {
 const MAX_TMPDIR_FOR_SOCKETS: usize = 60;
 
 impl PrivateDirs {
-    fn create() -> std::io::Result<PrivateDirs> {
+    fn create(workspace: &std::path::Path) -> std::io::Result<PrivateDirs> {
         use std::os::unix::fs::PermissionsExt;
         // The decision sockets live under `run`, and a Unix socket's path must fit in
         // sun_path (108 bytes): under a long $TMPDIR (macOS-style, a CI runner's, a test's)
-        // they could not be bound, so such a TMPDIR is passed over for /tmp.
+        // they could not be bound, so such a TMPDIR is passed over for /tmp. So is one
+        // inside the workspace (a Nix build's /build is both), which commands may write.
         let mut base = std::env::temp_dir();
-        if base.as_os_str().len() > MAX_TMPDIR_FOR_SOCKETS {
+        let in_workspace = crate::guard::resolve_physical(&base).is_ok_and(|b| {
+            crate::guard::resolve_physical(workspace).is_ok_and(|w| b.starts_with(w))
+        });
+        if base.as_os_str().len() > MAX_TMPDIR_FOR_SOCKETS || in_workspace {
             base = PathBuf::from("/tmp");
         }
-        let root = tempfile::Builder::new()
-            .prefix("whalebox-")
-            .tempdir_in(&base)?;
+        let make = |base: &std::path::Path| {
+            tempfile::Builder::new()
+                .prefix("whalebox-")
+                .tempdir_in(base)
+        };
+        // Where /tmp cannot be used (a build sandbox without it), $TMPDIR after all.
+        let root = make(&base).or_else(|_| make(&std::env::temp_dir()))?;
         std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o700))?;
         let tmp = root.path().join("tmp");
         let run = root.path().join("run");
@@ -234,7 +242,7 @@ impl Env {
             keep_ended: std::time::Duration::from_secs(30 * 60),
             buffer_bytes: profile.shell.buffer_bytes,
         }));
-        let private = PrivateDirs::create().map_err(|e| {
+        let private = PrivateDirs::create(&profile.workspace).map_err(|e| {
             SetupError::Sandbox(format!(
                 "cannot create the private temporary directory: {e}"
             ))
