@@ -34,6 +34,20 @@ pub(super) fn subject<'a>(
             };
         }
     }
+    if let Some(name) = &req.copy_of {
+        // A copy of a program the policy names is that program: judged as it, with
+        // the same argv (`cp /usr/bin/touch t && ./t x` is `touch x`).
+        let as_copy = policy.evaluate_exec(name, &req.argv, nested);
+        if as_copy.decision > verdict.decision {
+            let mut matched = verdict.matched;
+            matched.extend(as_copy.matched);
+            verdict = crate::policy::Verdict {
+                decision: as_copy.decision,
+                reason: format!("{} is a copy of {name}: {}", req.program, as_copy.reason),
+                matched,
+            };
+        }
+    }
     let Some(interp) = &req.interpreter else {
         return (&req.program, &req.argv, verdict);
     };

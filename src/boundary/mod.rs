@@ -64,6 +64,10 @@ struct Request {
     /// links and descriptors): decided with the same argv, strictest wins.
     #[serde(default)]
     real: Option<String>,
+    /// The known program the file is a copy of, by content (a renamed copy of a program
+    /// the policy names): decided as that program with the same argv, strictest wins.
+    #[serde(default)]
+    copy_of: Option<String>,
     /// The kernel gate already allowed this exec by the same policy and only wants it
     /// in the audit log: no answer.
     #[serde(default)]

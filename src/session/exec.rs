@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::boundary::kernel::identity::Known;
+
 use crate::boundary::kernel::Method;
 use crate::boundary::{DecisionServer, GatedShell};
 use crate::profile::{ExecBoundary, ExecGate};
@@ -40,6 +42,8 @@ pub struct Gate {
     pub server: DecisionServer,
     /// The kernel gate's method here, or why it does not work.
     pub kernel: Result<Method, String>,
+    /// The programs the policy does not simply allow, by content, for the kernel gate.
+    pub known: Arc<Vec<Known>>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -99,6 +103,7 @@ impl Env {
                     socket: gate.server.socket().to_path_buf(),
                     method: Some(*method),
                     debuggers: self.profile.shell.debuggers,
+                    known: gate.known.clone(),
                 }),
                 note: None,
             }),
@@ -154,6 +159,7 @@ impl Env {
                     socket: "/nonexistent/whalebox-probe.sock".into(),
                     method: Some(method),
                     debuggers: false,
+                    known: Arc::default(),
                 };
                 let out = std::process::Command::new(&exe)
                     .args([
@@ -221,7 +227,7 @@ impl Env {
                 }
                 let tasks = self.tasks.clone();
                 let server = DecisionServer::start(
-                    policy,
+                    policy.clone(),
                     crate::boundary::Settings {
                         on_ask: self.profile.shell.on_ask,
                         audit_log: self.profile.shell.audit_log.clone(),
@@ -233,12 +239,33 @@ impl Env {
                     self.approver.clone(),
                 )
                 .map_err(|e| format!("cannot start the decision server: {e}"))?;
+                let known = match &kernel {
+                    Ok(_) => Arc::new(known_programs(&policy)),
+                    Err(_) => Arc::default(),
+                };
                 Ok(Arc::new(Gate {
                     shell,
                     server,
                     kernel,
+                    known,
                 }))
             })
             .clone()
     }
+}
+
+/// The programs a renamed copy of which must still be decided as them: those the
+/// policy's `deny` and `ask` rules name, as found on PATH and in the system's bin
+/// directories (hashed once per session; a few milliseconds for a dozen programs).
+fn known_programs(policy: &crate::policy::Policy) -> Vec<Known> {
+    let names: std::collections::BTreeSet<&str> = policy
+        .rules
+        .iter()
+        .filter(|r| r.decision != crate::policy::Decision::Allow)
+        .filter_map(|r| r.pattern.first())
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let path = std::env::var("PATH").ok();
+    crate::boundary::kernel::identity::known(names, path.as_deref())
 }

@@ -35,6 +35,10 @@ pub const EXEC_GATE_FLAG: &str = "--exec-gate";
 /// notification where the kernel has it, else ptrace.
 pub const EXEC_GATE_METHOD_FLAG: &str = "--exec-gate-method";
 
+/// `--exec-gate-known JSON`: the programs the policy names, by content (see
+/// `boundary::kernel::identity`), so a renamed copy of one is decided as it.
+pub const EXEC_GATE_KNOWN_FLAG: &str = "--exec-gate-known";
+
 /// `--debuggers 1`: the task's programs may trace each other (`[shell] debuggers`).
 pub const DEBUGGERS_FLAG: &str = "--debuggers";
 
@@ -47,6 +51,8 @@ pub struct KernelGate {
     /// `[shell] debuggers`: ptrace is let through, and execs under a tracer of the
     /// task's own go unverified.
     pub debuggers: bool,
+    /// The programs the policy names, by content.
+    pub known: std::sync::Arc<Vec<crate::boundary::kernel::identity::Known>>,
 }
 
 impl KernelGate {
@@ -60,6 +66,14 @@ impl KernelGate {
         if self.debuggers {
             args.push(DEBUGGERS_FLAG.into());
             args.push("1".into());
+        }
+        if !self.known.is_empty() {
+            args.push(EXEC_GATE_KNOWN_FLAG.into());
+            args.push(
+                serde_json::to_string(&*self.known)
+                    .unwrap_or_default()
+                    .into(),
+            );
         }
         args
     }
@@ -135,6 +149,15 @@ pub fn main(args: Vec<OsString>) -> ! {
     };
     let join = option(JOIN_FLAG);
     let debuggers = option(DEBUGGERS_FLAG).is_some();
+    let known =
+        match option(EXEC_GATE_KNOWN_FLAG).map(|k| serde_json::from_str(&k.to_string_lossy())) {
+            None => Vec::new(),
+            Some(Ok(known)) => known,
+            Some(Err(e)) => {
+                eprintln!("whalebox {SUBCOMMAND}: {EXEC_GATE_KNOWN_FLAG}: {e}");
+                std::process::exit(2);
+            }
+        };
     let socket_filter = option(SOCKET_FILTER_FLAG).is_some();
     let limits = option(LIMITS_FLAG);
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
@@ -183,7 +206,15 @@ pub fn main(args: Vec<OsString>) -> ! {
         std::process::exit(126);
     }
     let status = match exec_gate {
-        Some(socket) => gated(shell, shell_args, socket, server, method, setup, debuggers),
+        Some(socket) => gated(
+            shell,
+            shell_args,
+            socket,
+            server,
+            method,
+            setup,
+            (debuggers, known),
+        ),
         None => plain(shell, shell_args, setup),
     };
     kill_everything();
@@ -273,7 +304,7 @@ fn gated(
     server: i32,
     method: Option<crate::boundary::kernel::Method>,
     setup: crate::guard::limits::ChildSetup,
-    debuggers: bool,
+    (debuggers, known): (bool, Vec<crate::boundary::kernel::identity::Known>),
 ) -> Status {
     use crate::boundary::kernel::tracer::{End, Options};
     // Not dumpable: no other user's process (a task's, should it run as another user)
@@ -290,6 +321,7 @@ fn gated(
         timeout: Duration::from_millis(timeout_ms),
         setup,
         debuggers,
+        known,
     };
     match crate::boundary::kernel::run(shell, shell_args, method, &options, &|| {
         HANGUP.load(Ordering::SeqCst)

@@ -1,6 +1,6 @@
 """The exec policy and the program that really runs: a policy that denies `touch` (and
 `git push`) by name, and a task that calls touch by another way: through the dynamic
-loader, busybox, a symlink named `ls`, a memfd or a deleted file run by descriptor, and
+loader, busybox, a symlink named `ls`, a renamed copy (run itself or by the loader), a memfd or a deleted file run by descriptor, and
 `git push` behind git's global options. Bare, each trick makes `made-<trick>` in the
 workspace (or pushes to a bare repository in it): the probe works. Fenced, the file
 must not appear, the refusal names touch (or push), and whalebox goes on serving."""
@@ -50,6 +50,8 @@ TRICKS = {
     "busybox": "busybox touch {f}",
     "busybox_argv0": "exec -a touch busybox {f}",
     "symlink": "ln -sf /usr/bin/touch ls && ./ls {f}",
+    "copy": "cp /usr/bin/touch mytool && ./mytool {f}",
+    "copy_ldso": "cp /usr/bin/touch mytool2 && /lib64/ld-linux-x86-64.so.2 ./mytool2 {f}",
     "memfd": PY + " -c 'import os; fd = os.memfd_create(\"ls\", 0); "
     "os.write(fd, open(\"/usr/bin/touch\", \"rb\").read()); "
     "os.execv(f\"/proc/self/fd/{{fd}}\", [\"ls\", \"{f}\"])'",

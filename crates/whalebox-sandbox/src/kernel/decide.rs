@@ -12,6 +12,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
+use super::identity::Identities;
 use super::link::{Server, frame};
 use super::tracee::{self, ExecCall, FileId, Loaded};
 use whalebox_policy::{Decision, Policy};
@@ -51,13 +52,30 @@ pub struct Plan {
     argv: Vec<Vec<u8>>,
     /// The file's real path, when it differs from the name shown (decided too).
     real: Option<String>,
+    /// The known program the file is a copy of (decided too).
+    copy_of: Option<String>,
 }
 
 /// Work out `call` made by `pid`. Err: the errno the call fails with on its own (the
 /// file is missing or not an executable regular file), as far as the gate can tell.
-pub fn plan(pid: Pid, call: &ExecCall) -> Result<Plan, i32> {
-    let target = tracee::target(&call.reachable(pid))?;
+pub fn plan(pid: Pid, call: &ExecCall, known: &Identities) -> Result<Plan, i32> {
+    let target = tracee::target(&call.reachable(pid), known)?;
     let shown = call.shown(pid);
+    // A copy of a known program, run itself or by the dynamic loader (`ld.so ./t`).
+    let copy_of = target.copy_of.clone().or_else(|| {
+        let args = tracee::strings(&call.argv);
+        if !whalebox_policy::program::is_loader(&basename(&shown)) {
+            return None;
+        }
+        let (inner, _) = whalebox_policy::program::loader_inner(args.get(1..)?)?;
+        let named = ExecCall {
+            dirfd: None,
+            path: inner.into_bytes(),
+            fd_itself: false,
+            argv: Vec::new(),
+        };
+        tracee::target(&named.reachable(pid), known).ok()?.copy_of
+    });
     let script = target.shebang.as_ref().map(|(interp, arg)| {
         let mut argv = vec![interp.clone()];
         argv.extend(arg.iter().cloned());
@@ -69,7 +87,9 @@ pub fn plan(pid: Pid, call: &ExecCall) -> Result<Plan, i32> {
             fd_itself: false,
             argv: Vec::new(),
         };
-        let id = tracee::target(&named.reachable(pid)).ok().map(|t| t.id);
+        let id = tracee::target(&named.reachable(pid), known)
+            .ok()
+            .map(|t| t.id);
         (named.shown(pid), id, argv)
     });
     Ok(Plan {
@@ -88,6 +108,7 @@ pub fn plan(pid: Pid, call: &ExecCall) -> Result<Plan, i32> {
             *real != shown
                 && (target.shebang.is_none() || whalebox_policy::program::is_anonymous(real))
         }),
+        copy_of,
         shown,
     })
 }
@@ -98,6 +119,9 @@ impl Plan {
         let mut request = request(pid, &self.shown, &self.argv, "call", chain);
         if let Some(real) = &self.real {
             request["real"] = json!(real);
+        }
+        if let Some(copy_of) = &self.copy_of {
+            request["copy_of"] = json!(copy_of);
         }
         if let Some((shown, argv)) = &self.interpreter {
             request["interpreter"] = json!({
@@ -154,6 +178,8 @@ pub struct Decider<W> {
     /// Whether anything for the audit log went to the server (else there is nothing to
     /// wait for at the end).
     sent: bool,
+    /// The programs known by content (see `identity`).
+    known: Identities,
 }
 
 /// A held caller's answer.
@@ -164,7 +190,12 @@ pub struct Answer<W> {
 }
 
 impl<W> Decider<W> {
-    pub fn new(socket: Option<PathBuf>, server_pid: Option<i32>, timeout: Duration) -> Decider<W> {
+    pub fn new(
+        socket: Option<PathBuf>,
+        server_pid: Option<i32>,
+        timeout: Duration,
+        known: Identities,
+    ) -> Decider<W> {
         Decider {
             socket,
             server_pid,
@@ -176,7 +207,13 @@ impl<W> Decider<W> {
             records: Vec::new(),
             records_since: None,
             sent: false,
+            known,
         }
+    }
+
+    /// The programs known by content, for [`plan`].
+    pub fn known(&self) -> &Identities {
+        &self.known
     }
 
     /// The connection, made (and the server's policy asked for) on first use.
@@ -225,8 +262,16 @@ impl<W> Decider<W> {
             v.decision == Decision::Allow
                 || (v.matched.is_empty() && !whalebox_policy::program::is_anonymous(real))
         };
+        // A copy of a known program is that program, with the same argv.
+        let copy_allows = |name: &str| {
+            policy
+                .evaluate_exec(name, &argv_of(request), nested)
+                .decision
+                == Decision::Allow
+        };
         allows(request)
             && request["real"].as_str().is_none_or(real_allows)
+            && request["copy_of"].as_str().is_none_or(copy_allows)
             && (request["interpreter"].is_null() || allows(&request["interpreter"]))
     }
 

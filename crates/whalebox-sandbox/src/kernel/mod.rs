@@ -18,6 +18,7 @@
 
 mod decide;
 pub mod filter;
+pub mod identity;
 mod link;
 pub mod notify;
 mod start;

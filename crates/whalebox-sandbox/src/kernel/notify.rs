@@ -45,6 +45,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::decide::{self, Answer, Decider, Expect};
+use super::identity::Identities;
 use super::start;
 use super::tracee::{self, FileId};
 use super::tracer::{End, Options, hung_up_by, signal_fd};
@@ -265,7 +266,12 @@ pub fn run(
             known: HashMap::new(),
         },
         attached: HashMap::new(),
-        decider: Decider::new(options.server.clone(), options.server_pid, options.timeout),
+        decider: Decider::new(
+            options.server.clone(),
+            options.server_pid,
+            options.timeout,
+            Identities::new(options.known.clone()),
+        ),
         refused_start: None,
         debuggers: options.debuggers,
     };
@@ -401,7 +407,7 @@ impl Gate {
                 return;
             }
         };
-        let plan = match decide::plan(tid, &call) {
+        let plan = match decide::plan(tid, &call, self.decider.known()) {
             Ok(p) => p,
             // Missing or not executable: the answer the kernel would give (a PATH
             // search goes on to the next directory).

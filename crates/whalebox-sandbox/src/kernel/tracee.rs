@@ -8,7 +8,10 @@ use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use super::identity::Identities;
 
 use nix::libc;
 use nix::sys::ptrace;
@@ -257,32 +260,48 @@ pub struct Target {
     /// (`/memfd:x (deleted)` for a file with no name): decided as well as the name the
     /// exec was called by, so a link or a descriptor does not rename the program.
     pub real: Option<String>,
+    /// The known program whose content the file has (a renamed copy): decided too.
+    pub copy_of: Option<String>,
 }
 
 /// The file an exec names, if it is one the kernel could run (a regular file with an
 /// execute bit); Err is the errno the call fails with on its own (ENOENT, EACCES…).
-pub fn target(reachable: &Path) -> Result<Target, i32> {
-    let meta =
+/// What is judged is the file opened here (its id, head, name and content), not a
+/// second walk of the path, which the task may change meanwhile.
+pub fn target(reachable: &Path, known: &Identities) -> Result<Target, i32> {
+    let runnable = |meta: &std::fs::Metadata| meta.is_file() && meta.mode() & 0o111 != 0;
+    // Looked at before it is opened: opening a FIFO or a device has effects of its own.
+    let named =
         std::fs::metadata(reachable).map_err(|e| e.raw_os_error().unwrap_or(libc::ENOENT))?;
-    if !meta.is_file() || meta.mode() & 0o111 == 0 {
+    if !runnable(&named) {
         return Err(libc::EACCES);
     }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(reachable);
+    let meta = match file.as_ref().map(std::fs::File::metadata) {
+        Ok(Ok(meta)) if runnable(&meta) => meta,
+        Ok(_) => return Err(libc::EACCES),
+        // An execute-only file (no read bit) runs without being readable.
+        Err(_) => named,
+    };
     let mut head = [0u8; 256];
-    let file = std::fs::File::open(reachable);
     let n = file.as_ref().map_or(0, |mut f| {
         std::io::Read::read(&mut f, &mut head).unwrap_or(0)
     });
-    // The open file's name, not a second walk of the path (which the task may change).
-    let real = file.ok().and_then(|f| {
+    let real = file.as_ref().ok().and_then(|f| {
         use std::os::fd::AsRawFd;
         std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))
             .ok()
             .map(|p| p.to_string_lossy().into_owned())
     });
+    let copy_of = file.as_ref().ok().and_then(|f| known.of(f));
     Ok(Target {
         id: (meta.dev(), meta.ino()),
         shebang: shebang(&head[..n]),
         real,
+        copy_of,
     })
 }
 

@@ -40,6 +40,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::decide::{self, Answer, Decider, Expect};
+use super::identity::Identities;
 use super::start;
 use super::tracee;
 
@@ -58,6 +59,8 @@ pub struct Options {
     /// The task's programs may trace each other (notification method only): see
     /// `filter` and `notify` for what is traded.
     pub debuggers: bool,
+    /// The programs the policy does not simply allow, by content (see `identity`).
+    pub known: Vec<super::identity::Known>,
 }
 
 /// How the task's first program ended.
@@ -172,7 +175,12 @@ pub fn run(
             },
         )]),
         held: HashSet::new(),
-        decider: Decider::new(options.server.clone(), options.server_pid, options.timeout),
+        decider: Decider::new(
+            options.server.clone(),
+            options.server_pid,
+            options.timeout,
+            Identities::new(options.known.clone()),
+        ),
     };
     let end = tracer.serve(&signals, hung_up);
     tracer.decider.flush(Duration::from_secs(2));
@@ -322,7 +330,7 @@ impl Tracer {
                 return;
             }
         };
-        let Ok(plan) = decide::plan(pid, &call) else {
+        let Ok(plan) = decide::plan(pid, &call, self.decider.known()) else {
             // Missing or not executable: the kernel fails it on its own (PATH search);
             // should a thread make it succeed, the exec event decides the image.
             if let Some(p) = self.procs.get_mut(&pid) {
