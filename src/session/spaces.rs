@@ -243,9 +243,22 @@ impl Env {
             .ok_or("no namespace factory (it starts with the server, before its fences)")?;
         let net = &self.profile.network;
         let shm = self.shm_pool.get().and_then(ShmPool::take);
+        // The machine's listening unix sockets no grant names (a docker.sock) are hidden
+        // in the session's mount namespace (listed here, in the server's own network
+        // namespace, before the holder enters the session's).
+        let hide = match &self.sandbox {
+            Some(sandbox) if shm.is_some() => whalebox_sandbox::spaces::listening_unix_sockets()
+                .into_iter()
+                // whalebox's own (the decision and join sockets, the proxy's doors).
+                .filter(|s| !s.starts_with(self.private.root()))
+                .filter(|s| !sandbox.grants_socket(s))
+                .collect(),
+            _ => Vec::new(),
+        };
         let wanted = Wanted {
             network: net.on() && net.kernel != crate::profile::network::KernelFence::Landlock,
             shm: shm.as_ref().map(|s| s.dir().to_path_buf()),
+            hide,
         };
         let spaces = Arc::new(factory.make(&wanted)?);
         for why in spaces.why_not() {

@@ -127,3 +127,62 @@ async def test_a_task_cannot_act_on_the_machine(wl, config, user, probe):
         # Bare as nobody: whatever the kernel says (most are refused without privilege).
 
     await wl.run(f"machine_{probe}", config, user, steps)
+
+
+class _SocketService:
+    """A listening unix socket of the machine's, outside the workspace: the stand-in for a
+    `docker.sock` (root on the machine to whoever reaches it). Answers `pong`."""
+
+    def __init__(self):
+        import socket
+        import tempfile
+        import threading
+        self.dir = tempfile.mkdtemp(prefix="wb-sock-")
+        os.chmod(self.dir, 0o755)
+        self.path = os.path.join(self.dir, "docker.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        os.chmod(self.path, 0o777)
+        self.sock.listen(8)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"pong\n")
+
+    def close(self):
+        import shutil
+        self.sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_a_task_cannot_reach_the_machines_unix_sockets(wl, config, user):
+    """A listening unix socket outside the workspace that no grant names (a docker.sock):
+    Landlock before ABI 9 does not refuse the connect, so the session's mount namespace
+    covers it with /dev/null. Bare, the task's client gets `pong`. Fenced, the connect is
+    refused where the session has a mount namespace (result's data says so), and the
+    server goes on serving."""
+    service = _SocketService()
+    client = ("python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); "
+              f"s.connect(sys.argv[1]); print(s.recv(9).decode())' {service.path}")
+
+    async def steps(t):
+        r = await t.sh(client, ok=False)
+        if t.fenced:
+            check(r, "pong" not in r.text, f"a task reached the machine's unix socket {service.path}")
+            check(r, "Connection refused" in r.text, "the client should have run and been refused")
+            await t.sh("true", why="the server stopped answering after the probe")
+        else:
+            check(r, "pong" in r.text, "bare, the client should get pong (the probe is broken)")
+
+    try:
+        await wl.run("machine_unix_socket", config, user, steps, programs=["/usr/bin/python3"])
+    finally:
+        service.close()

@@ -33,11 +33,11 @@ impl Enforcement {
     pub fn still_open(&self) -> Vec<String> {
         match self {
             Enforcement::Namespace { .. } => vec![
-                "pathname unix sockets the file fences leave reachable (Landlock before ABI 9 does not restrict connecting to them)".into(),
+                "pathname unix sockets that start listening after the session's namespaces were made (those listening then are hidden in its mount namespace unless a grant names them; Landlock before ABI 9 does not restrict connecting)".into(),
             ],
             Enforcement::Landlock { .. } => vec![
                 "TCP to any address on the proxy's port number".into(),
-                "pathname unix sockets the file fences leave reachable".into(),
+                "pathname unix sockets that start listening after the session's namespaces were made (those listening then are hidden in its mount namespace unless a grant names them)".into(),
                 "loopback services of this machine other than the proxy are closed too (Landlock decides by port, not address)".into(),
             ],
             Enforcement::VariablesOnly { why } => vec![format!(

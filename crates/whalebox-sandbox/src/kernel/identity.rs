@@ -138,7 +138,10 @@ impl Identities {
             return hit.clone();
         }
         // The program itself (git running as git): no need to read it.
-        if let Some(k) = candidates.iter().find(|k| k.file == (meta.dev(), meta.ino())) {
+        if let Some(k) = candidates
+            .iter()
+            .find(|k| k.file == (meta.dev(), meta.ino()))
+        {
             return Some(k.name.clone());
         }
         // Read through a second descriptor of the same open file would share its

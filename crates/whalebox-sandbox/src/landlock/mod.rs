@@ -462,6 +462,17 @@ impl Sandbox {
             .find(|granted| path.starts_with(resolved(granted)))
     }
 
+    /// Whether a task's layer grants the listening unix socket `socket` on purpose: it
+    /// lies in a tree tasks may write (the workspace, their temporary directory), or a
+    /// grant names the socket itself (a preset's daemon socket, a profile's `ro` entry).
+    /// A socket reachable only through a directory's read grant (`/run`, `/var`) is not:
+    /// the session's mount namespace hides it (see `spaces`), since Landlock before ABI
+    /// 9 cannot refuse the connect.
+    pub fn grants_socket(&self, socket: &Path) -> bool {
+        let socket = resolved(socket);
+        self.task_writes(&socket).is_some() || self.paths.iter().any(|(p, _)| resolved(p) == socket)
+    }
+
     /// What applying `layer` on this kernel enforces and drops (nothing is applied).
     pub fn status(&self, layer: Layer) -> Status {
         let abi = kernel_abi();
@@ -684,5 +695,25 @@ impl Sandbox {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod socket_tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_is_granted_by_a_writable_tree_or_by_name_not_by_a_broad_read() {
+        let sandbox: Sandbox = serde_json::from_value(serde_json::json!({
+            "mode": "best-effort", "min_abi": 1, "network": "allow", "connect": [], "bind": [],
+            "paths": [["/work", "full"], ["/run", "read"], ["/nix/var/nix/daemon-socket/socket", "read"],
+                      ["/var/run/kept.sock", "read"]],
+        }))
+        .unwrap();
+        assert!(sandbox.grants_socket(Path::new("/work/app.sock")));
+        assert!(sandbox.grants_socket(Path::new("/nix/var/nix/daemon-socket/socket")));
+        assert!(sandbox.grants_socket(Path::new("/var/run/kept.sock")));
+        assert!(!sandbox.grants_socket(Path::new("/run/docker.sock")));
+        assert!(!sandbox.grants_socket(Path::new("/run/user/0/bus")));
     }
 }

@@ -65,13 +65,24 @@ impl Factory {
     /// Make a session's namespaces. Err: the factory or the holder failed outright
     /// (what could not be made is in [`Spaces::why_not`] instead).
     pub fn make(&self, wanted: &Wanted) -> Result<Spaces, String> {
+        use std::os::unix::ffi::OsStrExt;
+        // 'M', the network byte, then the /dev/shm directory (empty: none) and the
+        // sockets to hide, each after a NUL (paths hold none).
         let mut request = vec![b'M', u8::from(wanted.network)];
         if let Some(shm) = &wanted.shm {
-            use std::os::unix::ffi::OsStrExt;
             request.extend_from_slice(shm.as_os_str().as_bytes());
         }
         if request.len() > wire::MAX_MESSAGE {
             return Err("the session's /dev/shm directory has too long a path".into());
+        }
+        for socket in &wanted.hide {
+            let bytes = socket.as_os_str().as_bytes();
+            if request.len() + 1 + bytes.len() > wire::MAX_MESSAGE {
+                tracing_free_warning(socket);
+                break;
+            }
+            request.push(0);
+            request.extend_from_slice(bytes);
         }
         let socket = self
             .socket
@@ -96,6 +107,14 @@ impl Factory {
     }
 }
 
+/// Sockets past what one request carries stay visible (hundreds of listening sockets).
+fn tracing_free_warning(socket: &std::path::Path) {
+    eprintln!(
+        "whalebox: too many listening unix sockets to hide in the session; {} and those after it stay reachable",
+        socket.display()
+    );
+}
+
 /// Run as the factory: `args` are what follows the subcommand (the server's pid). Its
 /// stdin is the socket to the server.
 pub fn main(args: Vec<std::ffi::OsString>) -> ! {
@@ -118,12 +137,13 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ! {
         };
         let answer = match request.split_first() {
             Some((b'M', rest)) if !rest.is_empty() => {
+                use std::os::unix::ffi::OsStrExt;
+                let mut parts = rest[1..].split(|b| *b == 0);
+                let path = |p: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(p));
                 let wanted = Wanted {
                     network: rest[0] == 1,
-                    shm: (rest.len() > 1).then(|| {
-                        use std::os::unix::ffi::OsStrExt;
-                        PathBuf::from(std::ffi::OsStr::from_bytes(&rest[1..]))
-                    }),
+                    shm: parts.next().filter(|p| !p.is_empty()).map(path),
+                    hide: parts.filter(|p| !p.is_empty()).map(path).collect(),
                 };
                 fork_holder(&server_socket, &wanted)
             }

@@ -288,13 +288,31 @@ fn make(wanted: &Wanted) -> (Made, Vec<String>) {
         && let Some(shm) = &wanted.shm
     {
         match private_shm(shm) {
-            Ok(()) => made.mount = true,
+            Ok(()) => {
+                made.mount = true;
+                why_not.extend(hide_sockets(&wanted.hide));
+            }
             Err(e) => why_not.push(format!("/dev/shm: {e}")),
         }
     } else if wanted.shm.is_some() {
         why_not.push("/dev/shm: no mount namespace (see above)".into());
     }
     (made, why_not)
+}
+
+/// In the new mount namespace: `/dev/null` over each of the machine's listening unix
+/// sockets the session is not granted, so a task's connect to it is refused
+/// (`ECONNREFUSED`: not a socket). Says which it could not cover.
+fn hide_sockets(sockets: &[std::path::PathBuf]) -> Vec<String> {
+    let none: Option<&str> = None;
+    sockets
+        .iter()
+        .filter_map(|socket| {
+            mount(Some("/dev/null"), socket, none, MsFlags::MS_BIND, none)
+                .err()
+                .map(|e| format!("the unix socket {} stays reachable: {e}", socket.display()))
+        })
+        .collect()
 }
 
 /// In the new mount namespace: nothing done here reaches the machine's (slave

@@ -52,6 +52,33 @@ pub struct Wanted {
     /// The directory to bind over `/dev/shm` in a mount namespace (None: no mount
     /// namespace).
     pub shm: Option<std::path::PathBuf>,
+    /// Listening unix sockets of the machine to hide in the mount namespace (a
+    /// `docker.sock`): each is covered by `/dev/null`, so a connect is refused.
+    pub hide: Vec<std::path::PathBuf>,
+}
+
+/// The machine's listening pathname unix sockets, as `/proc/self/net/unix` lists them
+/// (the caller's network namespace: call it before entering another).
+pub fn listening_unix_sockets() -> Vec<std::path::PathBuf> {
+    // Flags 0x10000: __SO_ACCEPTCON, a listening socket.
+    const LISTENING: u32 = 0x10000;
+    let Ok(table) = std::fs::read_to_string("/proc/self/net/unix") else {
+        return Vec::new();
+    };
+    let mut out: Vec<std::path::PathBuf> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let flags = u32::from_str_radix(fields.get(3)?, 16).ok()?;
+            let path = fields.get(7)?;
+            (flags & LISTENING != 0 && path.starts_with('/'))
+                .then(|| std::path::PathBuf::from(path))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// What the holder made.
