@@ -695,6 +695,62 @@ async fn plain_http_to_a_credential_host_is_swapped_in_the_head() {
     assert_eq!(r.credential.as_deref(), Some("api"));
 }
 
+/// issue 41: with `plain_http = true` the answer came back as the origin sent it, so an
+/// origin echoing its request handed the task the secret. It is masked as inside TLS,
+/// headers and body, Content-Length and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_http_origin_echoing_the_secret_hands_back_the_placeholder() {
+    let origin = Origin::start("api-plain", None).await;
+    let creds = Arc::new(
+        Credentials::new(vec![Credential {
+            name: "api".into(),
+            env: "API_TOKEN".into(),
+            hosts: vec!["api.cred.test".into()],
+            sending: Sending::default(),
+            secret: SECRET.into(),
+            plain_http: true,
+        }])
+        .unwrap(),
+    );
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, mut rx) = proxy(creds.clone(), vec![], None).await;
+    let url = format!("http://api.cred.test:{}/echo", origin.port);
+    let Some((code, out, err)) = curl(
+        &p,
+        vec![
+            "-D".into(),
+            "-".into(),
+            "-H".into(),
+            format!("Authorization: Bearer {ph}"),
+            url,
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(code, 0, "curl failed: {err}");
+    assert_eq!(
+        origin.seen()[0].authorization.as_deref(),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the origin got the secret"
+    );
+    let b64 = base64::engine::general_purpose::STANDARD.encode(SECRET);
+    assert!(!out.contains(SECRET) && !out.contains(&b64), "{out}");
+    assert!(
+        out.to_ascii_lowercase()
+            .contains(&format!("x-seen-auth: bearer {ph}")),
+        "the echoed header holds the placeholder: {out}"
+    );
+    assert!(
+        out.contains(&format!("auth=Bearer {ph}")),
+        "the echoed body holds the placeholder: {out}"
+    );
+    let r = next_record(&mut rx).await;
+    assert_eq!((r.kind, r.outcome), (Kind::Forward, Outcome::Allowed));
+    assert_eq!(r.credential.as_deref(), Some("api"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_credentials_placeholder_inside_tls_is_refused() {
     let ca = TestCa::new("test origins");

@@ -474,7 +474,7 @@ impl Credentials {
 
     /// Refuses a plain-HTTP request to `host` that carries the credentials `names` (as
     /// [`Credentials::screen`] lists them) when one is not marked `plain_http`.
-    fn in_clear(&self, host: &str, names: &str) -> Result<(), Leak> {
+    pub(crate) fn in_clear(&self, host: &str, names: &str) -> Result<(), Leak> {
         let swapped: Vec<&str> = names.split(", ").collect();
         match self
             .entries
