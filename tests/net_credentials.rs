@@ -162,8 +162,32 @@ impl Origin {
                                 "hello from {name} at {path}\n{echoed}"
                             ))));
                             // An origin that echoes what it got (the proxy masks the secret).
-                            if let Some(a) = auth {
+                            if let Some(a) = auth.clone() {
                                 resp.headers_mut().insert("x-seen-auth", a);
+                            }
+                            // `/reason`: the Authorization in the status line's reason
+                            // phrase, as an API naming the token it refuses might.
+                            if let (Some(a), true) = (&auth, path.starts_with("/reason")) {
+                                *resp.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+                                let mut reason = b"bad credentials: ".to_vec();
+                                reason.extend_from_slice(a.as_bytes());
+                                resp.extensions_mut()
+                                    .insert(hyper::ext::ReasonPhrase::try_from(reason).unwrap());
+                            }
+                            // `/name`: the token in a header's name.
+                            if let (Some(a), true) = (&auth, path.starts_with("/name")) {
+                                let token = String::from_utf8_lossy(a.as_bytes())
+                                    .rsplit(' ')
+                                    .next()
+                                    .unwrap_or_default()
+                                    .to_string();
+                                resp.headers_mut().insert(
+                                    hyper::header::HeaderName::from_bytes(
+                                        format!("x-token-{token}").as_bytes(),
+                                    )
+                                    .unwrap(),
+                                    hyper::header::HeaderValue::from_static("seen"),
+                                );
                             }
                             // git asks for credentials only when challenged.
                             if challenge {
@@ -1003,6 +1027,49 @@ async fn an_origin_echoing_the_secret_in_its_body_hands_back_the_placeholder() {
     let body: String = chunked.split("\r\n").skip(1).step_by(2).collect();
     assert!(!body.contains(SECRET), "{body}");
     assert!(body.contains(&format!("auth=Bearer {ph}")), "{body}");
+}
+
+/// issue 41: hyper passes on a reason phrase other than the status's own as the origin
+/// wrote it, so `401 bad credentials: Bearer SECRET` reached the task. It is masked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_naming_the_secret_in_its_reason_phrase_hands_back_the_placeholder() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+    let answer = get(&mut s, "/reason", &format!("Bearer {ph}")).await;
+    assert_eq!(
+        origin.seen()[0].authorization.as_deref(),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the origin got the secret"
+    );
+    assert!(!answer.contains(SECRET), "{answer}");
+    assert!(
+        answer.starts_with(&format!("HTTP/1.1 401 bad credentials: Bearer {ph}\r\n")),
+        "{answer}"
+    );
+}
+
+/// issue 41: response header names were passed on as they came; an origin that names a
+/// header after the token it got handed the task the secret. Such a header is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_naming_a_header_after_the_secret_hands_back_no_secret() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+    let answer = get(&mut s, "/name", &format!("Bearer {ph}")).await;
+    assert_eq!(
+        origin.seen()[0].authorization.as_deref(),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the origin got the secret"
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(!answer.contains(SECRET), "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -472,6 +472,18 @@ impl Credentials {
         out
     }
 
+    /// Whether a response header's name (lower case, as hyper reads it) from `host`
+    /// holds a form of a secret sent there: such a header is dropped, not masked.
+    pub(crate) fn in_name(&self, host: &str, name: &str) -> bool {
+        self.entries
+            .iter()
+            .filter(|e| e.covers(host))
+            .flat_map(|e| e.forms())
+            .any(|(secret, _)| {
+                memmem::find(name.as_bytes(), &secret.to_ascii_lowercase()).is_some()
+            })
+    }
+
     /// Refuses a plain-HTTP request to `host` that carries the credentials `names` (as
     /// [`Credentials::screen`] lists them) when one is not marked `plain_http`.
     pub(crate) fn in_clear(&self, host: &str, names: &str) -> Result<(), Leak> {

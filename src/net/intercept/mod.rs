@@ -590,12 +590,27 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 }
             }
             let (mut parts, body) = resp.into_parts();
+            // A reason phrase other than the status's own is passed on as the origin
+            // wrote it (`401 bad token Bearer …`): masked like a header value.
+            if let Some(reason) = parts.extensions.get::<hyper::ext::ReasonPhrase>()
+                && let Some(masked) = creds.mask_value(host, reason.as_bytes())
+            {
+                match hyper::ext::ReasonPhrase::try_from(masked) {
+                    Ok(r) => {
+                        parts.extensions.insert(r);
+                    }
+                    Err(_) => {
+                        parts.extensions.remove::<hyper::ext::ReasonPhrase>();
+                    }
+                }
+            }
             let named = named_by_connection(&parts.headers);
             let mut headers = HeaderMap::with_capacity(parts.headers.len());
             for (name, value) in parts.headers.iter() {
                 let lower = name.as_str();
                 if (super::head::HOP_BY_HOP.contains(&lower) && lower != "host")
                     || named.iter().any(|n| n == lower)
+                    || creds.in_name(host, lower)
                 {
                     continue;
                 }
