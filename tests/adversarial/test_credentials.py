@@ -21,9 +21,11 @@ Every attack runs in every configuration, as root and as nobody: the whole matri
 about 20 s here (one `whalebox serve` per run, each attack a handful of curls). The
 server's own `/proc/PID/environ` is test_server.py's.
 
-Found by this file and fixed (src/net/intercept/plain.rs): with `plain_http = true` the
-answer of a plain-HTTP credential host came back unmasked, so an echo handed the task
-the secret; it is now masked as inside TLS."""
+Found by this file and fixed in src/net: with `plain_http = true` the answer of a
+plain-HTTP credential host came back unmasked (now served like one inside TLS,
+intercept/plain.rs); a reason phrase other than the status's own (`401 bad credentials:
+Bearer …`) and a header named after the token were passed on as the origin wrote them
+(now masked, and dropped)."""
 
 from __future__ import annotations
 
@@ -62,7 +64,8 @@ class Echo:
     `HOSTS` from the test CA) or plain. Its answer holds the request line, the headers
     and the body as received, then each header's whitespace-separated words in base64
     and a `Basic` header decoded; `X-Echo-Authorization` repeats the Authorization
-    header. It keeps each answer (the request as received, Basic decoded) in `seen`."""
+    header, at `/reason` so does the status line's reason phrase (a 401), and at
+    `/name` the token is a header's name. It keeps each answer (the request as received, Basic decoded) in `seen`."""
 
     def __init__(self, tls: ssl.SSLContext | None):
         self.seen: list[bytes] = []
@@ -94,11 +97,20 @@ class Echo:
                 out = ("\n".join(lines) + "\n").encode()
                 with echo.lock:
                     echo.seen.append(out)
-                self.send_response(200)
+                if self.path.startswith("/reason"):
+                    # The status line's reason phrase, as an API that names the token it
+                    # refuses would (`401 bad credentials: Bearer …`).
+                    self.send_response(401, f"bad credentials: {self.headers.get('Authorization', '')}")
+                else:
+                    self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
                 self.send_header("Content-Length", str(len(out)))
-                if self.headers.get("Authorization"):
-                    self.send_header("X-Echo-Authorization", self.headers["Authorization"])
+                auth = self.headers.get("Authorization")
+                if auth:
+                    self.send_header("X-Echo-Authorization", auth)
+                    if self.path.startswith("/name"):
+                        # The token in a header's name (`X-Token-<token>: seen`).
+                        self.send_header(f"X-Token-{auth.split()[-1]}", "seen")
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.wfile.write(out)
@@ -277,7 +289,11 @@ async def test_an_echoing_https_credential_host_hands_back_no_secret(wl, hosts, 
                       f'-D head1.txt -o body1.txt -H "Authorization: Bearer ${BEARER[1]}" '
                       f'--data-binary "token=${BEARER[1]}"')
         basic = curl(t, h, f"https://{BASIC[2]}/echo", f'-D head2.txt -o body2.txt -u "{BASIC_USER}:${BASIC[1]}"')
-        r = await t.sh(f"{bearer} && {basic}; e=$?; cat head1.txt body1.txt head2.txt body2.txt; exit $e")
+        auth = f'-H "Authorization: Bearer ${BEARER[1]}"'
+        reason = curl(t, h, f"https://{BEARER[2]}/reason", f"-D head3.txt -o /dev/null {auth}")
+        name = curl(t, h, f"https://{BEARER[2]}/name", f"-D head4.txt -o /dev/null {auth}")
+        r = await t.sh(f"{bearer} && {basic} && {reason} && {name}; e=$?; "
+                       "cat head1.txt body1.txt head2.txt body2.txt head3.txt head4.txt; exit $e")
         bearer_secret, basic_secret = t.place.secrets[BEARER[1]], t.place.secrets[BASIC[1]]
         check(r, h.tls.saw(bearer_secret) and h.tls.saw(basic_secret),
               "the echo host should have received both secrets (the probe is broken)")
@@ -289,6 +305,8 @@ async def test_an_echoing_https_credential_host_hands_back_no_secret(wl, hosts, 
             await t.sh("true", why="whalebox stopped serving after the attack")
         else:
             check(r, len(got) == 5, f"bare, the echo should hand back every form of the secrets: {got}")
+            check(r, f"401 bad credentials: Bearer {bearer_secret}" in r.text and f"X-Token-{bearer_secret}" in r.text,
+                  "bare, the reason phrase and a header's name should hold the secret (the probe is broken)")
 
     await wl.run("creds_https_echo", config, user, steps, setup=with_secrets, needs=needs(h))
 
@@ -310,7 +328,11 @@ async def test_plain_http_to_a_credential_host_is_refused_or_masked(wl, hosts, c
         clear = curl(t, h, f"http://{CLEAR[2]}/echo",
                      f'-D head.txt -o body.txt -H "Authorization: Bearer ${CLEAR[1]}" '
                      f'--data-binary "token=${CLEAR[1]}"')
-        r = await t.sh(f"{refused}; {clear}; e=$?; cat head.txt body.txt; exit $e")
+        auth = f'-H "Authorization: Bearer ${CLEAR[1]}"'
+        reason = curl(t, h, f"http://{CLEAR[2]}/reason", f"-D head2.txt -o /dev/null {auth}")
+        name = curl(t, h, f"http://{CLEAR[2]}/name", f"-D head3.txt -o /dev/null {auth}")
+        r = await t.sh(f"{refused}; {clear} && {reason} && {name}; e=$?; cat head.txt body.txt head2.txt head3.txt; "
+                       "exit $e")
         bearer_secret, clear_secret = t.place.secrets[BEARER[1]], t.place.secrets[CLEAR[1]]
         check(r, h.plain.saw(clear_secret), "the plain echo host should have received the secret")
         got = leaked(t, r, BEARER[1], CLEAR[1])
@@ -325,6 +347,8 @@ async def test_plain_http_to_a_credential_host_is_refused_or_masked(wl, hosts, c
         else:
             check(r, h.plain.saw(bearer_secret) and len(got) == 4,
                   f"bare, the echo should hand back every form of the secrets: {got}")
+            check(r, f"401 bad credentials: Bearer {clear_secret}" in r.text and f"X-Token-{clear_secret}" in r.text,
+                  "bare, the reason phrase and a header's name should hold the secret (the probe is broken)")
 
     await wl.run("creds_plain_http", config, user, steps, setup=with_secrets, needs=needs(h))
 
