@@ -189,6 +189,17 @@ impl Origin {
                                     hyper::header::HeaderValue::from_static("seen"),
                                 );
                             }
+                            // `/twice-encoded`: `identity` first, then `gzip`;
+                            // `/te-gzip`: a transfer coding besides chunked.
+                            if path.starts_with("/twice-encoded") {
+                                let h = resp.headers_mut();
+                                h.append("content-encoding", "identity".parse().unwrap());
+                                h.append("content-encoding", "gzip".parse().unwrap());
+                            }
+                            if path.starts_with("/te-gzip") {
+                                resp.headers_mut()
+                                    .insert("transfer-encoding", "gzip, chunked".parse().unwrap());
+                            }
                             // git asks for credentials only when challenged.
                             if challenge {
                                 *resp.status_mut() = hyper::StatusCode::UNAUTHORIZED;
@@ -1070,6 +1081,24 @@ async fn an_origin_naming_a_header_after_the_secret_hands_back_no_secret() {
     );
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(!answer.contains(SECRET), "{answer}");
+}
+
+/// A compressed answer is refused (the masker cannot see into it) however the origin
+/// says so: a second `Content-Encoding` after `identity`, or a transfer coding besides
+/// chunked (hyper takes off only chunked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_encoded_behind_identity_or_in_its_transfer_coding_is_refused() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    for path in ["/twice-encoded", "/te-gzip"] {
+        let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+        let answer = get(&mut s, path, &format!("Bearer {ph}")).await;
+        assert!(answer.starts_with("HTTP/1.1 502"), "{path}: {answer}");
+        assert!(answer.contains("compressed"), "{path}: {answer}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

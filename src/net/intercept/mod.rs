@@ -334,6 +334,23 @@ fn named_by_connection(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
+/// Whether an answer's body is encoded in a way the masker cannot see into: any
+/// `Content-Encoding` but `identity` (every such header, not just the first), or a
+/// `Transfer-Encoding` other than `chunked` (which hyper takes off; `gzip, chunked`
+/// would reach the client still gzipped).
+fn encoded(headers: &HeaderMap) -> bool {
+    let codings = |name: http::header::HeaderName, plain: &'static str| {
+        headers.get_all(name).iter().any(move |v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .split(',')
+                .map(str::trim)
+                .any(|c| !c.is_empty() && !c.eq_ignore_ascii_case(plain))
+        })
+    };
+    codings(http::header::CONTENT_ENCODING, "identity")
+        || codings(http::header::TRANSFER_ENCODING, "chunked")
+}
+
 fn text(status: StatusCode, body: String, close: bool) -> Response<Body> {
     let mut r = Response::new(
         Full::new(Bytes::from(body))
@@ -623,10 +640,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 };
                 headers.append(name.clone(), value);
             }
-            let encoded = headers
-                .get(http::header::CONTENT_ENCODING)
-                .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
-            if encoded {
+            if encoded(&headers) {
                 return st.bad_gateway(format!(
                     "{host}:{port} answered with a compressed body although asked for \
                      identity; whalebox cannot mask the credential's secret in it, so it is \
