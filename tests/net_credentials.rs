@@ -1101,6 +1101,35 @@ async fn an_answer_encoded_behind_identity_or_in_its_transfer_coding_is_refused(
     }
 }
 
+/// issue 41: a Basic value holding the placeholder is swapped for any user, but only the
+/// credential's own Basic form was masked; with a user of the task's choosing the
+/// secret's base64 sits at another alignment, and an echo handed back
+/// `Basic base64(evil:SECRET)`. Each payload the proxy sends is masked whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_with_a_user_the_task_chose_is_masked_in_the_echo() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    let b64 = |s: String| base64::engine::general_purpose::STANDARD.encode(s);
+    for user in ["evil", "e", "ev"] {
+        let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+        let sent = format!("Basic {}", b64(format!("{user}:{ph}")));
+        let answer = get(&mut s, "/echo", &sent).await;
+        let secret = b64(format!("{user}:{SECRET}"));
+        assert!(
+            origin
+                .seen()
+                .iter()
+                .any(|r| r.authorization.as_deref() == Some(&format!("Basic {secret}"))),
+            "the origin got the secret"
+        );
+        assert!(!answer.contains(&secret), "{user}: {answer}");
+        assert!(answer.contains(&sent), "{user}: {answer}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_cuts_an_intercepted_connection_and_still_records_it() {
     let ca = TestCa::new("test origins");

@@ -94,7 +94,15 @@ struct Entry {
     /// The placeholder's random part: what a leak scan looks for (it survives a
     /// rewritten prefix).
     token: String,
+    /// The Basic payloads the proxy has sent the secret in, as (base64 with the secret,
+    /// base64 with the placeholder): the user is the task's to choose, and the secret's
+    /// base64 inside a longer payload's is at any alignment, so each is masked whole.
+    sent_basic: Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
 }
+
+/// How many distinct Basic payloads one credential is swapped into (and so masked in
+/// answers) per session; past it, a new payload is sent as the task wrote it.
+const MAX_BASIC_PAYLOADS: usize = 1024;
 
 impl Entry {
     fn covers(&self, host: &str) -> bool {
@@ -139,7 +147,31 @@ impl Entry {
                 format!("{user}:{}", self.placeholder),
             );
         }
+        for pair in self.sent_basic.lock().unwrap().iter() {
+            if !forms.contains(pair) {
+                forms.push(pair.clone());
+            }
+        }
         forms
+    }
+
+    /// Records a Basic payload about to carry the secret (`with_secret`; `as_sent` is
+    /// the task's, with the placeholder), for masking; false when the session's bound
+    /// on such payloads is reached (then the payload is not swapped).
+    fn note_basic(&self, with_secret: &[u8], as_sent: &[u8]) -> bool {
+        let pair = (
+            B64.encode(with_secret).into_bytes(),
+            B64.encode(as_sent).into_bytes(),
+        );
+        let mut sent = self.sent_basic.lock().unwrap();
+        if sent.contains(&pair) {
+            return true;
+        }
+        if sent.len() >= MAX_BASIC_PAYLOADS {
+            return false;
+        }
+        sent.push(pair);
+        true
     }
 }
 
@@ -275,6 +307,7 @@ impl Credentials {
                 plain_http: c.plain_http,
                 placeholder,
                 token,
+                sent_basic: Mutex::new(Vec::new()),
             };
             let (header, value) = entry.formatted();
             if http::HeaderValue::from_str(&value).is_err() {
@@ -435,6 +468,9 @@ impl Credentials {
                 && memmem::find(&decoded, p).is_some()
             {
                 let swapped = replace_all(&decoded, p, e.secret.as_bytes());
+                if !e.note_basic(&swapped, &decoded) {
+                    continue;
+                }
                 out = format!("Basic {}", B64.encode(swapped)).into_bytes();
                 used.push(e.name.clone());
                 continue;
