@@ -25,11 +25,14 @@ Found by this file and fixed in src/net: with `plain_http = true` the answer of 
 plain-HTTP credential host came back unmasked (now served like one inside TLS,
 intercept/plain.rs); a reason phrase other than the status's own (`401 bad credentials:
 Bearer …`) and a header named after the token were passed on as the origin wrote them
-(now masked, and dropped)."""
+(now masked, and dropped); `Basic` with a user of the task's choosing (`evil:`) put the
+secret's base64 at an alignment no mask matched (now each Basic payload the proxy sends
+is masked whole)."""
 
 from __future__ import annotations
 
 import base64
+import re
 import datetime
 import http.server
 import pathlib
@@ -241,8 +244,23 @@ def seen_by_task(t, r) -> str:
     return "\n".join(parts)
 
 
+def decoded_basic(text: str) -> str:
+    """Every `Basic` value in `text`, decoded: a secret inside the base64 of a longer
+    payload (`Basic` of a user the task chose) sits at any alignment, so only decoding
+    finds it. (Not every base64 word: the echo's own base64 of a Basic value is an
+    origin re-encoding, which masking does not claim to see through.)"""
+    out = []
+    for word in re.findall(r"Basic\s+([A-Za-z0-9+/]+={0,2})", text):
+        try:
+            out.append(base64.b64decode(word + "=" * (-len(word) % 4)).decode(errors="replace"))
+        except ValueError:
+            pass
+    return "\n".join(out)
+
+
 def leaked(t, r, *vars: str) -> list[str]:
     text = seen_by_task(t, r)
+    text += "\n" + decoded_basic(text)
     return [f"{var} as {f}" for var in vars for f in forms(t, var) if f in text]
 
 
@@ -292,8 +310,11 @@ async def test_an_echoing_https_credential_host_hands_back_no_secret(wl, hosts, 
         auth = f'-H "Authorization: Bearer ${BEARER[1]}"'
         reason = curl(t, h, f"https://{BEARER[2]}/reason", f"-D head3.txt -o /dev/null {auth}")
         name = curl(t, h, f"https://{BEARER[2]}/name", f"-D head4.txt -o /dev/null {auth}")
-        r = await t.sh(f"{bearer} && {basic} && {reason} && {name}; e=$?; "
-                       "cat head1.txt body1.txt head2.txt body2.txt head3.txt head4.txt; exit $e")
+        # Basic with a user of the task's choosing: the secret's base64 inside it is at
+        # another alignment than the credential's own forms.
+        shifted = curl(t, h, f"https://{BEARER[2]}/echo", f'-D head5.txt -o /dev/null -u "evil:${BEARER[1]}"')
+        r = await t.sh(f"{bearer} && {basic} && {reason} && {name} && {shifted}; e=$?; "
+                       "cat head1.txt body1.txt head2.txt body2.txt head3.txt head4.txt head5.txt; exit $e")
         bearer_secret, basic_secret = t.place.secrets[BEARER[1]], t.place.secrets[BASIC[1]]
         check(r, h.tls.saw(bearer_secret) and h.tls.saw(basic_secret),
               "the echo host should have received both secrets (the probe is broken)")
@@ -331,8 +352,9 @@ async def test_plain_http_to_a_credential_host_is_refused_or_masked(wl, hosts, c
         auth = f'-H "Authorization: Bearer ${CLEAR[1]}"'
         reason = curl(t, h, f"http://{CLEAR[2]}/reason", f"-D head2.txt -o /dev/null {auth}")
         name = curl(t, h, f"http://{CLEAR[2]}/name", f"-D head3.txt -o /dev/null {auth}")
-        r = await t.sh(f"{refused}; {clear} && {reason} && {name}; e=$?; cat head.txt body.txt head2.txt head3.txt; "
-                       "exit $e")
+        shifted = curl(t, h, f"http://{CLEAR[2]}/echo", f'-D head4.txt -o /dev/null -u "evil:${CLEAR[1]}"')
+        r = await t.sh(f"{refused}; {clear} && {reason} && {name} && {shifted}; e=$?; "
+                       "cat head.txt body.txt head2.txt head3.txt head4.txt; exit $e")
         bearer_secret, clear_secret = t.place.secrets[BEARER[1]], t.place.secrets[CLEAR[1]]
         check(r, h.plain.saw(clear_secret), "the plain echo host should have received the secret")
         got = leaked(t, r, BEARER[1], CLEAR[1])
