@@ -101,8 +101,11 @@ struct Entry {
 }
 
 /// How many distinct Basic payloads one credential is swapped into (and so masked in
-/// answers) per session; past it, a new payload is sent as the task wrote it.
-const MAX_BASIC_PAYLOADS: usize = 1024;
+/// answers) per session, and how long one may be; past either, a payload is sent as the
+/// task wrote it. Every answer from the credential's hosts is searched for each, and the
+/// masker holds back as many bytes as the longest: a task must not make that large.
+const MAX_BASIC_PAYLOADS: usize = 64;
+const MAX_BASIC_PAYLOAD_BYTES: usize = 512;
 
 impl Entry {
     fn covers(&self, host: &str) -> bool {
@@ -167,7 +170,7 @@ impl Entry {
         if sent.contains(&pair) {
             return true;
         }
-        if sent.len() >= MAX_BASIC_PAYLOADS {
+        if sent.len() >= MAX_BASIC_PAYLOADS || with_secret.len() > MAX_BASIC_PAYLOAD_BYTES {
             return false;
         }
         sent.push(pair);
