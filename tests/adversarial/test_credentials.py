@@ -40,6 +40,7 @@ import secrets
 import ssl
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -67,8 +68,10 @@ class Echo:
     `HOSTS` from the test CA) or plain. Its answer holds the request line, the headers
     and the body as received, then each header's whitespace-separated words in base64
     and a `Basic` header decoded; `X-Echo-Authorization` repeats the Authorization
-    header, at `/reason` so does the status line's reason phrase (a 401), and at
-    `/name` the token is a header's name. It keeps each answer (the request as received, Basic decoded) in `seen`."""
+    header, at `/reason` so does the status line's reason phrase (a 401), at `/name` the
+    token is a header's name, and at `/slow` the answer comes in 5-byte chunks, each
+    sent on its own (a secret split across them). It keeps each answer (the request as
+    received, Basic decoded) in `seen`."""
 
     def __init__(self, tls: ssl.SSLContext | None):
         self.seen: list[bytes] = []
@@ -107,7 +110,11 @@ class Echo:
                 else:
                     self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(out)))
+                slow = self.path.startswith("/slow")
+                if slow:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Content-Length", str(len(out)))
                 auth = self.headers.get("Authorization")
                 if auth:
                     self.send_header("X-Echo-Authorization", auth)
@@ -116,7 +123,16 @@ class Echo:
                         self.send_header(f"X-Token-{auth.split()[-1]}", "seen")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(out)
+                if slow:
+                    # Chunks of 5 bytes, each sent on its own: a secret comes split.
+                    for i in range(0, len(out), 5):
+                        piece = out[i:i + 5]
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                        self.wfile.flush()
+                        time.sleep(0.0005)
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self.wfile.write(out)
                 self.close_connection = True
 
             do_GET = do_POST = do_PUT = _echo
@@ -303,7 +319,7 @@ async def test_an_echoing_https_credential_host_hands_back_no_secret(wl, hosts, 
     h = hosts
 
     async def steps(t):
-        bearer = curl(t, h, f"https://{BEARER[2]}/echo",
+        bearer = curl(t, h, f"https://{BEARER[2]}/slow",
                       f'-D head1.txt -o body1.txt -H "Authorization: Bearer ${BEARER[1]}" '
                       f'--data-binary "token=${BEARER[1]}"')
         basic = curl(t, h, f"https://{BASIC[2]}/echo", f'-D head2.txt -o body2.txt -u "{BASIC_USER}:${BASIC[1]}"')
