@@ -37,6 +37,7 @@ import datetime
 import http.server
 import pathlib
 import secrets
+import shutil
 import ssl
 import tempfile
 import threading
@@ -198,6 +199,7 @@ def make_ca(directory: pathlib.Path) -> tuple[pathlib.Path, ssl.SSLContext]:
     ca_file.write_bytes(pem)
     ca_file.chmod(0o644)
     chain = directory / "leaf.pem"
+    chain.touch(mode=0o600)
     chain.write_bytes(leaf.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -221,6 +223,7 @@ def hosts():
     yield Hosts(ca_file, tls, plain)
     tls.close()
     plain.close()
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def needs(h: Hosts) -> Needs:
