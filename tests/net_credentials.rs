@@ -162,8 +162,43 @@ impl Origin {
                                 "hello from {name} at {path}\n{echoed}"
                             ))));
                             // An origin that echoes what it got (the proxy masks the secret).
-                            if let Some(a) = auth {
+                            if let Some(a) = auth.clone() {
                                 resp.headers_mut().insert("x-seen-auth", a);
+                            }
+                            // `/reason`: the Authorization in the status line's reason
+                            // phrase, as an API naming the token it refuses might.
+                            if let (Some(a), true) = (&auth, path.starts_with("/reason")) {
+                                *resp.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+                                let mut reason = b"bad credentials: ".to_vec();
+                                reason.extend_from_slice(a.as_bytes());
+                                resp.extensions_mut()
+                                    .insert(hyper::ext::ReasonPhrase::try_from(reason).unwrap());
+                            }
+                            // `/name`: the token in a header's name.
+                            if let (Some(a), true) = (&auth, path.starts_with("/name")) {
+                                let token = String::from_utf8_lossy(a.as_bytes())
+                                    .rsplit(' ')
+                                    .next()
+                                    .unwrap_or_default()
+                                    .to_string();
+                                resp.headers_mut().insert(
+                                    hyper::header::HeaderName::from_bytes(
+                                        format!("x-token-{token}").as_bytes(),
+                                    )
+                                    .unwrap(),
+                                    hyper::header::HeaderValue::from_static("seen"),
+                                );
+                            }
+                            // `/twice-encoded`: `identity` first, then `gzip`;
+                            // `/te-gzip`: a transfer coding besides chunked.
+                            if path.starts_with("/twice-encoded") {
+                                let h = resp.headers_mut();
+                                h.append("content-encoding", "identity".parse().unwrap());
+                                h.append("content-encoding", "gzip".parse().unwrap());
+                            }
+                            if path.starts_with("/te-gzip") {
+                                resp.headers_mut()
+                                    .insert("transfer-encoding", "gzip, chunked".parse().unwrap());
                             }
                             // git asks for credentials only when challenged.
                             if challenge {
@@ -695,6 +730,62 @@ async fn plain_http_to_a_credential_host_is_swapped_in_the_head() {
     assert_eq!(r.credential.as_deref(), Some("api"));
 }
 
+/// issue 41: with `plain_http = true` the answer came back as the origin sent it, so an
+/// origin echoing its request handed the task the secret. It is masked as inside TLS,
+/// headers and body, Content-Length and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_http_origin_echoing_the_secret_hands_back_the_placeholder() {
+    let origin = Origin::start("api-plain", None).await;
+    let creds = Arc::new(
+        Credentials::new(vec![Credential {
+            name: "api".into(),
+            env: "API_TOKEN".into(),
+            hosts: vec!["api.cred.test".into()],
+            sending: Sending::default(),
+            secret: SECRET.into(),
+            plain_http: true,
+        }])
+        .unwrap(),
+    );
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, mut rx) = proxy(creds.clone(), vec![], None).await;
+    let url = format!("http://api.cred.test:{}/echo", origin.port);
+    let Some((code, out, err)) = curl(
+        &p,
+        vec![
+            "-D".into(),
+            "-".into(),
+            "-H".into(),
+            format!("Authorization: Bearer {ph}"),
+            url,
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(code, 0, "curl failed: {err}");
+    assert_eq!(
+        origin.seen()[0].authorization.as_deref(),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the origin got the secret"
+    );
+    let b64 = base64::engine::general_purpose::STANDARD.encode(SECRET);
+    assert!(!out.contains(SECRET) && !out.contains(&b64), "{out}");
+    assert!(
+        out.to_ascii_lowercase()
+            .contains(&format!("x-seen-auth: bearer {ph}")),
+        "the echoed header holds the placeholder: {out}"
+    );
+    assert!(
+        out.contains(&format!("auth=Bearer {ph}")),
+        "the echoed body holds the placeholder: {out}"
+    );
+    let r = next_record(&mut rx).await;
+    assert_eq!((r.kind, r.outcome), (Kind::Forward, Outcome::Allowed));
+    assert_eq!(r.credential.as_deref(), Some("api"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_credentials_placeholder_inside_tls_is_refused() {
     let ca = TestCa::new("test origins");
@@ -947,6 +1038,96 @@ async fn an_origin_echoing_the_secret_in_its_body_hands_back_the_placeholder() {
     let body: String = chunked.split("\r\n").skip(1).step_by(2).collect();
     assert!(!body.contains(SECRET), "{body}");
     assert!(body.contains(&format!("auth=Bearer {ph}")), "{body}");
+}
+
+/// issue 41: hyper passes on a reason phrase other than the status's own as the origin
+/// wrote it, so `401 bad credentials: Bearer SECRET` reached the task. It is masked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_naming_the_secret_in_its_reason_phrase_hands_back_the_placeholder() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+    let answer = get(&mut s, "/reason", &format!("Bearer {ph}")).await;
+    assert_eq!(
+        origin.seen()[0].authorization.as_deref(),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the origin got the secret"
+    );
+    assert!(!answer.contains(SECRET), "{answer}");
+    assert!(
+        answer.starts_with(&format!("HTTP/1.1 401 bad credentials: Bearer {ph}\r\n")),
+        "{answer}"
+    );
+}
+
+/// issue 41: response header names were passed on as they came; an origin that names a
+/// header after the token it got handed the task the secret. Such a header is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_naming_a_header_after_the_secret_hands_back_no_secret() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+    let answer = get(&mut s, "/name", &format!("Bearer {ph}")).await;
+    assert_eq!(
+        origin.seen()[0].authorization.as_deref(),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the origin got the secret"
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(!answer.contains(SECRET), "{answer}");
+}
+
+/// A compressed answer is refused (the masker cannot see into it) however the origin
+/// says so: a second `Content-Encoding` after `identity`, or a transfer coding besides
+/// chunked (hyper takes off only chunked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_encoded_behind_identity_or_in_its_transfer_coding_is_refused() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    for path in ["/twice-encoded", "/te-gzip"] {
+        let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+        let answer = get(&mut s, path, &format!("Bearer {ph}")).await;
+        assert!(answer.starts_with("HTTP/1.1 502"), "{path}: {answer}");
+        assert!(answer.contains("compressed"), "{path}: {answer}");
+    }
+}
+
+/// issue 41: a Basic value holding the placeholder is swapped for any user, but only the
+/// credential's own Basic form was masked; with a user of the task's choosing the
+/// secret's base64 sits at another alignment, and an echo handed back
+/// `Basic base64(evil:SECRET)`. Each payload the proxy sends is masked whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_with_a_user_the_task_chose_is_masked_in_the_echo() {
+    let ca = TestCa::new("test origins");
+    let origin = Origin::start("api", Some(ca.server("api.cred.test"))).await;
+    let creds = credentials();
+    let ph = placeholder(&creds, "API_TOKEN");
+    let (p, _rx) = proxy(creds.clone(), vec![ca.der()], None).await;
+    let b64 = |s: String| base64::engine::general_purpose::STANDARD.encode(s);
+    for user in ["evil", "e", "ev"] {
+        let mut s = tls_through(&p, &creds, "api.cred.test", origin.port).await;
+        let sent = format!("Basic {}", b64(format!("{user}:{ph}")));
+        let answer = get(&mut s, "/echo", &sent).await;
+        let secret = b64(format!("{user}:{SECRET}"));
+        assert!(
+            origin
+                .seen()
+                .iter()
+                .any(|r| r.authorization.as_deref() == Some(&format!("Basic {secret}"))),
+            "the origin got the secret"
+        );
+        assert!(!answer.contains(&secret), "{user}: {answer}");
+        assert!(answer.contains(&sent), "{user}: {answer}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -47,7 +47,8 @@
 //!   set to the decided host; swapped; on to the origin over rustls on the connection
 //!   already made to the checked address, trusting Mozilla's, the system's and
 //!   `ProxyConfig.upstream_roots`; a bad certificate is a 502; secrets in the origin's
-//!   response headers are masked back). Other hosts stay tunnels. Records carry the
+//!   response headers and body are masked back; so are a plain request's, served by
+//!   `intercept::forward_plain`). Other hosts stay tunnels. Records carry the
 //!   credentials swapped (`credential`), never a secret. Tested by curl and git in
 //!   tests/net_credentials.rs.
 //!

@@ -510,6 +510,31 @@ async fn serve(
 
     // What the client sent after the head is the tunnel's or the body's first bytes.
     let early = &buf[h.len..];
+
+    // A plain request to a credential host is answered through the same per-request
+    // path, so what the origin echoes back is masked as inside TLS.
+    if let Some(creds) = cfg.credentials.as_ref().filter(|c| c.covers(&target.host))
+        && let Some(head) = &upstream_head
+    {
+        let mut first = head.clone();
+        first.extend_from_slice(early);
+        conn.credential = swapped;
+        let mut tally = Tally {
+            counters: &conn.counters,
+            credential: &mut conn.credential,
+            note: &mut conn.note,
+        };
+        return intercept::forward_plain(
+            stream,
+            first,
+            (origin, addr),
+            &target,
+            creds,
+            cfg,
+            &mut tally,
+        )
+        .await;
+    }
     let sent = match upstream_head {
         None => {
             if let Err(e) = stream

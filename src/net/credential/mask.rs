@@ -44,6 +44,18 @@ impl Masker {
         buf
     }
 
+    /// Every form in one whole value (a trailer's), masked; None: none in it.
+    pub(crate) fn mask_whole(&self, value: &[u8]) -> Option<Vec<u8>> {
+        let mut out: Option<Vec<u8>> = None;
+        for (secret, placeholder) in &self.forms {
+            let cur = out.as_deref().unwrap_or(value);
+            if memmem::find(cur, secret).is_some() {
+                out = Some(super::replace_all(cur, secret, placeholder));
+            }
+        }
+        out
+    }
+
     /// The held-back tail at the end of the body (too short to hold a whole form).
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.carry)
@@ -93,7 +105,10 @@ where
                             return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
                         }
                     }
-                    Err(trailers) => return Poll::Ready(Some(Ok(self.flush(Some(trailers))))),
+                    Err(trailers) => {
+                        let trailers = self.mask_trailers(trailers);
+                        return Poll::Ready(Some(Ok(self.flush(Some(trailers)))));
+                    }
                 },
                 Poll::Ready(None) => {
                     let tail = self.masker.finish();
@@ -109,6 +124,29 @@ where
 }
 
 impl<B> Masked<B> {
+    /// Trailers (sent on to a client that asked with `TE: trailers`) masked like the
+    /// body: each value; a value that no longer fits a header is dropped.
+    fn mask_trailers(&self, frame: Frame<Bytes>) -> Frame<Bytes> {
+        let trailers = match frame.into_trailers() {
+            Ok(t) => t,
+            Err(other) => return other,
+        };
+        let mut out = http::HeaderMap::with_capacity(trailers.len());
+        for (name, value) in trailers.iter() {
+            match self.masker.mask_whole(value.as_bytes()) {
+                None => {
+                    out.append(name.clone(), value.clone());
+                }
+                Some(masked) => {
+                    if let Ok(v) = http::HeaderValue::from_bytes(&masked) {
+                        out.append(name.clone(), v);
+                    }
+                }
+            }
+        }
+        Frame::trailers(out)
+    }
+
     /// The held-back tail before `next` (trailers), which waits in `pending`.
     fn flush(&mut self, next: Option<Frame<Bytes>>) -> Frame<Bytes> {
         let tail = self.masker.finish();
@@ -133,5 +171,39 @@ mod tests {
         }
         out.extend(m.finish());
         assert_eq!(out, b"echo: PLACEHOLDER and PLACEHOLDER");
+    }
+
+    /// A body of the frames given, in order.
+    struct Frames(std::collections::VecDeque<Frame<Bytes>>);
+
+    impl Body for Frames {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(self.0.pop_front().map(Ok))
+        }
+    }
+
+    #[tokio::test]
+    async fn trailers_are_masked_too() {
+        use http_body_util::BodyExt;
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("x-echo", http::HeaderValue::from_static("Bearer s3cret"));
+        let body = Frames(
+            [
+                Frame::data(Bytes::from_static(b"body s3cret")),
+                Frame::trailers(trailers),
+            ]
+            .into(),
+        );
+        let masker = Masker::new(vec![(b"s3cret".to_vec(), b"PLACEHOLDER".to_vec())]);
+        let collected = Masked::new(body, masker).collect().await.unwrap();
+        let trailers = collected.trailers().cloned().unwrap();
+        assert_eq!(trailers["x-echo"], "Bearer PLACEHOLDER");
+        assert_eq!(&collected.to_bytes()[..], b"body PLACEHOLDER");
     }
 }

@@ -94,7 +94,18 @@ struct Entry {
     /// The placeholder's random part: what a leak scan looks for (it survives a
     /// rewritten prefix).
     token: String,
+    /// The Basic payloads the proxy has sent the secret in, as (base64 with the secret,
+    /// base64 with the placeholder): the user is the task's to choose, and the secret's
+    /// base64 inside a longer payload's is at any alignment, so each is masked whole.
+    sent_basic: Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
 }
+
+/// How many distinct Basic payloads one credential is swapped into (and so masked in
+/// answers) per session, and how long one may be; past either, a payload is sent as the
+/// task wrote it. Every answer from the credential's hosts is searched for each, and the
+/// masker holds back as many bytes as the longest: a task must not make that large.
+const MAX_BASIC_PAYLOADS: usize = 64;
+const MAX_BASIC_PAYLOAD_BYTES: usize = 512;
 
 impl Entry {
     fn covers(&self, host: &str) -> bool {
@@ -139,7 +150,31 @@ impl Entry {
                 format!("{user}:{}", self.placeholder),
             );
         }
+        for pair in self.sent_basic.lock().unwrap().iter() {
+            if !forms.contains(pair) {
+                forms.push(pair.clone());
+            }
+        }
         forms
+    }
+
+    /// Records a Basic payload about to carry the secret (`with_secret`; `as_sent` is
+    /// the task's, with the placeholder), for masking; false when the session's bound
+    /// on such payloads is reached (then the payload is not swapped).
+    fn note_basic(&self, with_secret: &[u8], as_sent: &[u8]) -> bool {
+        let pair = (
+            B64.encode(with_secret).into_bytes(),
+            B64.encode(as_sent).into_bytes(),
+        );
+        let mut sent = self.sent_basic.lock().unwrap();
+        if sent.contains(&pair) {
+            return true;
+        }
+        if sent.len() >= MAX_BASIC_PAYLOADS || with_secret.len() > MAX_BASIC_PAYLOAD_BYTES {
+            return false;
+        }
+        sent.push(pair);
+        true
     }
 }
 
@@ -275,6 +310,7 @@ impl Credentials {
                 plain_http: c.plain_http,
                 placeholder,
                 token,
+                sent_basic: Mutex::new(Vec::new()),
             };
             let (header, value) = entry.formatted();
             if http::HeaderValue::from_str(&value).is_err() {
@@ -435,6 +471,9 @@ impl Credentials {
                 && memmem::find(&decoded, p).is_some()
             {
                 let swapped = replace_all(&decoded, p, e.secret.as_bytes());
+                if !e.note_basic(&swapped, &decoded) {
+                    continue;
+                }
                 out = format!("Basic {}", B64.encode(swapped)).into_bytes();
                 used.push(e.name.clone());
                 continue;
@@ -472,9 +511,21 @@ impl Credentials {
         out
     }
 
+    /// Whether a response header's name (lower case, as hyper reads it) from `host`
+    /// holds a form of a secret sent there: such a header is dropped, not masked.
+    pub(crate) fn in_name(&self, host: &str, name: &str) -> bool {
+        self.entries
+            .iter()
+            .filter(|e| e.covers(host))
+            .flat_map(|e| e.forms())
+            .any(|(secret, _)| {
+                memmem::find(name.as_bytes(), &secret.to_ascii_lowercase()).is_some()
+            })
+    }
+
     /// Refuses a plain-HTTP request to `host` that carries the credentials `names` (as
     /// [`Credentials::screen`] lists them) when one is not marked `plain_http`.
-    fn in_clear(&self, host: &str, names: &str) -> Result<(), Leak> {
+    pub(crate) fn in_clear(&self, host: &str, names: &str) -> Result<(), Leak> {
         let swapped: Vec<&str> = names.split(", ").collect();
         match self
             .entries

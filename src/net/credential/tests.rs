@@ -141,3 +141,48 @@ fn an_echoed_secret_is_masked_in_every_encoding_the_proxy_sent_it_in() {
     assert!(masked.contains(&B64.encode(format!("x-access-token:{git}"))));
     assert!(masked.contains(&B64.encode(&git)));
 }
+
+#[test]
+fn basic_payloads_of_any_user_are_masked_within_a_bound() {
+    let c = creds();
+    let ph = c.task_env()[0].1.clone();
+    let basic = |user: &str| format!("Basic {}", B64.encode(format!("{user}:{ph}")));
+    // A user of the task's choosing: swapped, and that payload masked whole.
+    let (swapped, _) = c
+        .swap_value("api.github.com", "authorization", basic("evil").as_bytes())
+        .unwrap();
+    let sent = B64.encode("evil:ghp_SECRET");
+    assert_eq!(swapped, format!("Basic {sent}").into_bytes());
+    let masked = c
+        .mask_value("api.github.com", format!("echo: Basic {sent}").as_bytes())
+        .unwrap();
+    assert_eq!(masked, format!("echo: {}", basic("evil")).into_bytes());
+    // A payload too long to hold back in every answer, or one past the session's
+    // bound: sent as the task wrote it (the placeholder, worthless).
+    let long = "u".repeat(MAX_BASIC_PAYLOAD_BYTES);
+    assert!(
+        c.swap_value("api.github.com", "authorization", basic(&long).as_bytes())
+            .is_none()
+    );
+    for i in 1..MAX_BASIC_PAYLOADS {
+        let user = format!("user{i}");
+        assert!(
+            c.swap_value("api.github.com", "authorization", basic(&user).as_bytes())
+                .is_some(),
+            "{user}"
+        );
+    }
+    assert!(
+        c.swap_value(
+            "api.github.com",
+            "authorization",
+            basic("one-more").as_bytes()
+        )
+        .is_none()
+    );
+    // One already sent still is.
+    assert!(
+        c.swap_value("api.github.com", "authorization", basic("evil").as_bytes())
+            .is_some()
+    );
+}

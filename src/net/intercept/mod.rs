@@ -11,7 +11,9 @@
 //! between requests, goes to that same address: never resolved again). The origin's
 //! certificate is checked against Mozilla's roots, the system's and
 //! [`ProxyConfig::upstream_roots`]; a bad one is a 502 to the task. All other hosts stay
-//! tunnels: their TLS is never ended.
+//! tunnels: their TLS is never ended. A plain-HTTP request to a credential host goes
+//! the same per-request way without TLS on either side ([`forward_plain`]), so its answer
+//! is masked too.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -33,7 +35,10 @@ use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+mod plain;
 mod streams;
+
+pub(crate) use plain::forward_plain;
 
 use streams::{Counted, Prefixed};
 
@@ -85,7 +90,8 @@ struct State {
     /// `Host` for the origin: the host (an IPv6 address in brackets) and a port not 443.
     authority: HeaderValue,
     addr: SocketAddr,
-    client_tls: Arc<rustls::ClientConfig>,
+    /// TLS to the origin (None: plain HTTP, [`forward_plain`]).
+    client_tls: Option<Arc<rustls::ClientConfig>>,
     connect_timeout: Duration,
     /// The connection the proxy made; taken by the first request.
     pending: Mutex<Option<TcpStream>>,
@@ -210,33 +216,28 @@ pub(crate) async fn intercept(
             };
         }
     };
-    let authority = match (target.literal, target.port) {
-        (Some(IpAddr::V6(ip)), 443) => format!("[{ip}]"),
-        (Some(IpAddr::V6(ip)), p) => format!("[{ip}]:{p}"),
-        (_, 443) => host.clone(),
-        (_, p) => format!("{host}:{p}"),
-    };
-    let state = Arc::new(State {
-        creds: creds.clone(),
-        host,
-        port: target.port,
-        literal: target.literal,
-        authority: HeaderValue::from_str(&authority).expect("a checked host is a header value"),
-        addr: origin.1,
-        client_tls,
-        connect_timeout: cfg.connect_timeout,
-        pending: Mutex::new(Some(origin.0)),
-        sender: tokio::sync::Mutex::new(None),
-        tasks: Mutex::new(JoinSet::new()),
-        totals: Arc::new(Totals::default()),
-        activity: activity.clone(),
-        outcome: Mutex::new(None),
-        used: Mutex::new(Vec::new()),
-    });
+    let state = State::new(creds, target, origin, Some(client_tls), cfg, activity);
     let flush = Flush {
         state: state.clone(),
         tally,
     };
+    let outcome = serve(tls, &state, cfg, true, flush.tally.note).await;
+    finish(client, state, flush, outcome).await
+}
+
+/// The requests on one client connection (`io`), each through [`handle`], until either
+/// side closes, the idle timeout, or a refusal; what went wrong with the connection
+/// itself (431), else None.
+async fn serve<I>(
+    io: I,
+    state: &Arc<State>,
+    cfg: &ProxyConfig,
+    keep_alive: bool,
+    note: &mut Option<String>,
+) -> Option<Outcome>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let service_state = state.clone();
     let service = hyper::service::service_fn(move |req| {
         let st = service_state.clone();
@@ -244,13 +245,14 @@ pub(crate) async fn intercept(
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
-        .keep_alive(true)
+        .keep_alive(keep_alive)
         .max_buf_size(cfg.max_header_bytes.max(8192) + 8192)
         .max_header_size(cfg.max_header_bytes)
         .timer(TokioTimer::new())
         // Also bounds the wait for the next request on a kept-alive connection.
         .header_read_timeout(cfg.head_timeout);
-    let conn = builder.serve_connection(TokioIo::new(tls), service);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    let activity = &state.activity;
     let idle = cfg.idle_timeout;
     let watch = async {
         loop {
@@ -274,19 +276,30 @@ pub(crate) async fn intercept(
                     ),
                 });
             } else if e.is_timeout() {
-                *flush.tally.note = Some(format!(
+                *note = Some(format!(
                     "closed: no complete request head within {:?} (the wait between \
                      requests on a kept-alive connection included)",
                     cfg.head_timeout
                 ));
             } else if !e.is_incomplete_message() {
-                *flush.tally.note = Some(format!("the client's connection: {e}"));
+                *note = Some(format!("the client's connection: {e}"));
             }
         },
         _ = watch => {
-            *flush.tally.note = Some(format!("closed after {idle:?} without a byte either way"));
+            *note = Some(format!("closed after {idle:?} without a byte either way"));
         }
     }
+    outcome
+}
+
+/// The connection's outcome: the first refusal or failure of a request, else what
+/// [`serve`] said, else allowed; the record's counts flushed.
+async fn finish(
+    client: &mut TcpStream,
+    state: Arc<State>,
+    flush: Flush<'_, '_>,
+    outcome: Option<Outcome>,
+) -> Outcome {
     if outcome.is_some() {
         // hyper answered 431 and stopped reading: read and drop what the client still
         // sends for a moment, so closing with unread bytes does not reset the connection
@@ -321,6 +334,23 @@ fn named_by_connection(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
+/// Whether an answer's body is encoded in a way the masker cannot see into: any
+/// `Content-Encoding` but `identity` (every such header, not just the first), or a
+/// `Transfer-Encoding` other than `chunked` (which hyper takes off; `gzip, chunked`
+/// would reach the client still gzipped).
+fn encoded(headers: &HeaderMap) -> bool {
+    let codings = |name: http::header::HeaderName, plain: &'static str| {
+        headers.get_all(name).iter().any(move |v| {
+            String::from_utf8_lossy(v.as_bytes())
+                .split(',')
+                .map(str::trim)
+                .any(|c| !c.is_empty() && !c.eq_ignore_ascii_case(plain))
+        })
+    };
+    codings(http::header::CONTENT_ENCODING, "identity")
+        || codings(http::header::TRANSFER_ENCODING, "chunked")
+}
+
 fn text(status: StatusCode, body: String, close: bool) -> Response<Body> {
     let mut r = Response::new(
         Full::new(Bytes::from(body))
@@ -340,6 +370,41 @@ fn text(status: StatusCode, body: String, close: bool) -> Response<Body> {
 }
 
 impl State {
+    fn new(
+        creds: &Arc<Credentials>,
+        target: &Target,
+        origin: (TcpStream, SocketAddr),
+        client_tls: Option<Arc<rustls::ClientConfig>>,
+        cfg: &ProxyConfig,
+        activity: Arc<Activity>,
+    ) -> Arc<State> {
+        let default_port = if client_tls.is_some() { 443 } else { 80 };
+        let host = target.host.clone();
+        let authority = match (target.literal, target.port) {
+            (Some(IpAddr::V6(ip)), p) if p == default_port => format!("[{ip}]"),
+            (Some(IpAddr::V6(ip)), p) => format!("[{ip}]:{p}"),
+            (_, p) if p == default_port => host.clone(),
+            (_, p) => format!("{host}:{p}"),
+        };
+        Arc::new(State {
+            creds: creds.clone(),
+            host,
+            port: target.port,
+            literal: target.literal,
+            authority: HeaderValue::from_str(&authority).expect("a checked host is a header value"),
+            addr: origin.1,
+            client_tls,
+            connect_timeout: cfg.connect_timeout,
+            pending: Mutex::new(Some(origin.0)),
+            sender: tokio::sync::Mutex::new(None),
+            tasks: Mutex::new(JoinSet::new()),
+            totals: Arc::new(Totals::default()),
+            activity,
+            outcome: Mutex::new(None),
+            used: Mutex::new(Vec::new()),
+        })
+    }
+
     fn set_outcome(&self, o: Outcome) {
         let mut cur = self.outcome.lock().unwrap();
         if cur.is_none() {
@@ -392,12 +457,22 @@ impl State {
             totals: self.totals.clone(),
             activity: self.activity.clone(),
         };
+        let Some(client_tls) = &self.client_tls else {
+            let (sender, conn) = hyper::client::conn::http1::Builder::new()
+                .handshake(TokioIo::new(io))
+                .await
+                .map_err(|e| format!("HTTP with {host}:{port}: {e}"))?;
+            self.tasks.lock().unwrap().spawn(async move {
+                let _ = conn.await;
+            });
+            return Ok(sender);
+        };
         let name = match self.literal {
             Some(ip) => ServerName::IpAddress(ip.into()),
             None => ServerName::try_from(host.clone())
                 .map_err(|e| format!("{host} is not a TLS server name: {e}"))?,
         };
-        let connector = tokio_rustls::TlsConnector::from(self.client_tls.clone());
+        let connector = tokio_rustls::TlsConnector::from(client_tls.clone());
         let tls = match tokio::time::timeout(self.connect_timeout, connector.connect(name, io))
             .await
         {
@@ -483,6 +558,14 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         };
         headers.append(name.clone(), value);
     }
+    // In clear on the wire: only a credential marked `plain_http` (the head the proxy
+    // screened was swapped already; this holds for any request hyper reads after it).
+    if st.client_tls.is_none()
+        && !used.is_empty()
+        && let Err(leak) = creds.in_clear(host, &used.join(", "))
+    {
+        return st.refuse(leak);
+    }
     // The answer is masked as it streams (`credential::Masked`); a compressed body
     // would hide the secret from it, so the origin is asked for the body as it is.
     headers.insert(
@@ -524,12 +607,27 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 }
             }
             let (mut parts, body) = resp.into_parts();
+            // A reason phrase other than the status's own is passed on as the origin
+            // wrote it (`401 bad token Bearer …`): masked like a header value.
+            if let Some(reason) = parts.extensions.get::<hyper::ext::ReasonPhrase>()
+                && let Some(masked) = creds.mask_value(host, reason.as_bytes())
+            {
+                match hyper::ext::ReasonPhrase::try_from(masked) {
+                    Ok(r) => {
+                        parts.extensions.insert(r);
+                    }
+                    Err(_) => {
+                        parts.extensions.remove::<hyper::ext::ReasonPhrase>();
+                    }
+                }
+            }
             let named = named_by_connection(&parts.headers);
             let mut headers = HeaderMap::with_capacity(parts.headers.len());
             for (name, value) in parts.headers.iter() {
                 let lower = name.as_str();
                 if (super::head::HOP_BY_HOP.contains(&lower) && lower != "host")
                     || named.iter().any(|n| n == lower)
+                    || creds.in_name(host, lower)
                 {
                     continue;
                 }
@@ -542,10 +640,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 };
                 headers.append(name.clone(), value);
             }
-            let encoded = headers
-                .get(http::header::CONTENT_ENCODING)
-                .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
-            if encoded {
+            if encoded(&headers) {
                 return st.bad_gateway(format!(
                     "{host}:{port} answered with a compressed body although asked for \
                      identity; whalebox cannot mask the credential's secret in it, so it is \
