@@ -25,7 +25,7 @@ pub use crate::guard::landlock::{LandlockMode, LandlockSection, NetworkMode};
 pub use crate::web::settings::{
     Endpoint, Fallback, OnNewHost, SearchBackend, WebSearchSection, WebSection,
 };
-pub use git::{GitSection, MainWorktree};
+pub use git::{AllowExecConfig, GitSection, MainWorktree};
 pub use mcp_servers::McpServerSection;
 pub use network::NetworkSection;
 pub use output::{ClientLimits, EditSection, OutputSection};
@@ -500,6 +500,7 @@ impl Profile {
         };
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
+            allow_exec_config: raw.git.allow_exec_config,
             linked,
             refused,
         };

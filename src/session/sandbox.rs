@@ -36,6 +36,12 @@ impl Env {
         extras
             .server_rmdir
             .extend(root.parent().map(Path::to_path_buf));
+        if self.git_guard.is_some() {
+            // The git guard moves hooks there (made when the guard started).
+            extras
+                .server_private
+                .push(super::git_quarantine_dir(&self.profile));
+        }
         if let Some(c) = &self.checkpoints {
             // The server keeps checkpoints there (made when it enters the sandbox); its
             // commands never see the store.

@@ -32,10 +32,16 @@ pub struct Hook {
     pub tasks: Arc<TaskTable>,
     /// Where `whalebox://session/checkpoints` subscribers hear of a new checkpoint.
     pub announce: tokio::sync::broadcast::Sender<&'static str>,
+    /// Checked before each checkpoint, so none records a planted git hook as the
+    /// workspace's state.
+    pub git_guard: Option<Arc<crate::gitguard::GitGuard>>,
 }
 
 impl ChangeHook for Hook {
     fn before(&self, tool: &str, summary: &str) -> Result<String, String> {
+        if let Some(g) = &self.git_guard {
+            g.check();
+        }
         self.checkpoints
             .get()?
             .take(tool, summary)
