@@ -143,6 +143,8 @@ struct State {
     print: Option<Vec<(PathBuf, Option<Id>)>>,
     /// Undone since the model was last told.
     pending: Report,
+    /// Config files found clean, by their state then: not parsed again while it holds.
+    clean: BTreeMap<PathBuf, Id>,
 }
 
 /// The guard of one workspace (shared by the sessions of a server).
@@ -208,7 +210,8 @@ impl GitGuard {
         if st.print.as_ref() == Some(&print) {
             return;
         }
-        let report = self.undo(&st.base, &places);
+        let st = &mut *st;
+        let report = self.undo(&st.base, &places, &mut st.clean);
         // What the undo left is the new normal for the fast path.
         st.print = Some(self.fingerprint(&self.places(&st.base.hooks_paths)));
         if report.is_empty() {
@@ -420,10 +423,25 @@ impl GitGuard {
     }
 
     /// Undo what differs from `base`.
-    fn undo(&self, base: &Baseline, places: &Places) -> Report {
+    fn undo(&self, base: &Baseline, places: &Places, clean: &mut BTreeMap<PathBuf, Id>) -> Report {
         let mut report = Report::default();
         for loc in &places.configs {
+            let now = loc.stat().ok().flatten();
+            if now.is_some() && clean.get(&loc.shown) == now.as_ref() {
+                continue;
+            }
+            let before = report.config.len() + report.failed.len() + report.hooks.len();
             self.undo_config(loc, base.configs.get(&loc.shown), &mut report);
+            match now {
+                Some(id)
+                    if report.config.len() + report.failed.len() + report.hooks.len() == before =>
+                {
+                    clean.insert(loc.shown.clone(), id);
+                }
+                _ => {
+                    clean.remove(&loc.shown);
+                }
+            }
         }
         for dir in &places.hook_dirs {
             for (hook, id) in self.hooks(dir) {

@@ -5,8 +5,10 @@ git reads it. Bare, the planted program runs on a plain `git status` / `git comm
 probe is sound); fenced, it must not, and the result names what was undone. Real git
 work (identity, commits, remotes, plain aliases) is left as it was."""
 
+import json
 import subprocess
 
+import anyio
 import pytest
 
 from conftest import matrix
@@ -91,6 +93,43 @@ async def test_ordinary_git_configuration_is_left_alone(wl, config, user):
             check(r, "git_undone" not in (r.data or {}), f"ordinary git work was undone: {r.data.get('git_undone')}")
 
     await wl.run("git_ordinary", config, user, steps)
+
+
+AUDITED = Needs(profile={"shell": {"audit_log": "audit.jsonl"}})
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_a_plant_after_the_last_answer_is_undone_at_session_end(wl, config, user):
+    """A background task plants `core.fsmonitor` after its shell_run answered, and no
+    call answers again before the session ends. Bare, the person's `git status` runs
+    it; fenced, the server's last check at session end unsets it, and the audit log
+    has a `git_undone` record naming the key (no model is left to tell)."""
+    async def steps(t):
+        marker = t.place.outside / "late-ran"
+        cfg = t.ws / ".git/config"
+        # A session of its own, ended here (the first one's end is the harness's).
+        async with t.session(t.ws) as s:
+            await s.sh("git init -q .")
+            handle = await s.start(f"sleep 1; git config core.fsmonitor \"sh -c 'touch {marker}'\"")
+            if not t.fenced:
+                r = await s.wait(handle)
+            else:
+                r = await s.sh("true")
+                deadline = anyio.current_time() + 20
+                while "fsmonitor" not in cfg.read_text() and anyio.current_time() < deadline:
+                    await anyio.sleep(0.2)
+                check(r, "fsmonitor" in cfg.read_text(), "the background task did not plant it")
+        person_git(t, ["status"])
+        if not t.fenced:
+            check(r, marker.exists(), "bare, the person's git status should run the late plant (the probe is broken)")
+            return
+        check(r, not marker.exists(), "the person's git ran a program planted after the last answer")
+        audit = [json.loads(line) for line in (t.place.base / "audit.jsonl").read_text().splitlines() if line]
+        undone = [a for a in audit if a.get("kind") == "git_undone"]
+        check(r, any(u["key"] == "core.fsmonitor" for a in undone for u in a["config"]),
+              f"the audit log should have a git_undone record for core.fsmonitor: {undone}")
+
+    await wl.run("git_session_end", config, user, steps, needs=AUDITED)
 
 
 @pytest.mark.parametrize("user", ["root", "nobody"])
