@@ -176,7 +176,11 @@ impl GitGuard {
                     if keys::normal(k) == "core.hookspath" {
                         // Relative to the worktree: the repository's directory in the workspace.
                         let repo = repo_of(&loc.rel);
-                        let dir = normal_rel(&repo.join(v));
+                        let named = Path::new(v);
+                        let dir = match named.strip_prefix(&guard.settings.workspace) {
+                            Ok(inside) => normal_rel(inside),
+                            Err(_) => normal_rel(&repo.join(named)),
+                        };
                         if let Some(dir) = dir {
                             base.hooks_paths.insert(repo, dir);
                         }

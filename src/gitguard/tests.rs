@@ -309,3 +309,28 @@ fn a_linked_worktree_is_guarded_in_its_own_and_the_shared_git_directory() {
         "the rest of the configuration is kept"
     );
 }
+
+#[test]
+fn the_hooks_path_of_the_start_is_watched() {
+    let f = fixture();
+    git(&f.ws, &["init", "-q"]);
+    std::fs::create_dir(f.ws.join(".githooks")).unwrap();
+    std::fs::write(f.ws.join(".githooks/pre-push"), "#!/bin/sh\n").unwrap();
+    git(&f.ws, &["config", "core.hooksPath", ".githooks"]);
+    let g = f.guard(&[]);
+    std::fs::write(f.ws.join(".githooks/pre-commit"), "#!/bin/sh\ntouch x\n").unwrap();
+    g.check();
+    let r = g.take();
+    assert_eq!(r.hooks.len(), 1, "{r:?}");
+    assert_eq!(r.hooks[0].hook, f.ws.join(".githooks/pre-commit"));
+    assert!(r.config.is_empty(), "the start's hooksPath is kept: {r:?}");
+    assert!(f.ws.join(".githooks/pre-push").exists());
+
+    // The same, named by an absolute path inside the workspace.
+    let abs = f.ws.join(".githooks");
+    git(&f.ws, &["config", "core.hooksPath", abs.to_str().unwrap()]);
+    let g = f.guard(&[]);
+    std::fs::write(f.ws.join(".githooks/post-commit"), "#!/bin/sh\n").unwrap();
+    g.check();
+    assert_eq!(g.take().hooks.len(), 1);
+}

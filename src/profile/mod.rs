@@ -498,6 +498,15 @@ impl Profile {
                 (None, Some(why))
             }
         };
+        for key in raw.git.allow_exec_config.keys() {
+            let hook = key.starts_with("hooks/") && key.len() > "hooks/".len();
+            if !hook && !crate::gitguard::keys::carries_exec(key, "!x") {
+                warnings.push(format!(
+                    "[git] allow_exec_config: {key:?} is not a git key that runs a program \
+                     (nor `hooks/NAME`): it keeps nothing; see `whalebox profile schema`"
+                ));
+            }
+        }
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
             allow_exec_config: raw.git.allow_exec_config,

@@ -49,6 +49,11 @@ impl ChangeHook for Hook {
     }
 
     fn after(&self, id: &str, data: &Value) {
+        // A call that wrote the workspace without a shell (an edit, an upstream tool) may
+        // have written a hook: undone now, said in the next shell answer and the logs.
+        if let Some(g) = &self.git_guard {
+            g.check();
+        }
         let Ok(cp) = self.checkpoints.get() else {
             return;
         };
