@@ -208,7 +208,7 @@ impl Loc {
         } else {
             return Err(io::Error::other("not a file or a symlink"));
         };
-        std::fs::create_dir_all(into)?;
+        crate::gitguard::files::private_dir(into)?;
         let mut opts = std::fs::OpenOptions::new();
         std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
         opts.write(true).create_new(true);
@@ -236,4 +236,13 @@ pub fn open_dir(path: &Path) -> io::Result<Arc<File>> {
         .custom_flags((OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW).bits())
         .open(path)?;
     Ok(Arc::new(f))
+}
+
+/// Make `dir` (and its parents) readable by its owner only, as the checkpoint store is.
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }

@@ -388,13 +388,8 @@ impl Env {
         if allow.all() || !self.shell_on() {
             return None;
         }
+        // Made when the server enters its fences (or at the first hook moved there).
         let quarantine = git_quarantine_dir(&self.profile);
-        if let Err(e) = std::fs::create_dir_all(&quarantine) {
-            tracing::warn!(
-                "git guard: cannot make the quarantine {}: {e}",
-                quarantine.display()
-            );
-        }
         Some(Arc::new(crate::gitguard::GitGuard::start(
             crate::gitguard::Settings {
                 workspace: self.profile.workspace.clone(),
