@@ -127,8 +127,11 @@ pub struct Settings {
 
 #[derive(Debug, Default)]
 struct Baseline {
-    /// Config file → its exec-carrying entries at start.
-    configs: BTreeMap<PathBuf, Vec<(String, String)>>,
+    /// Config file → its bytes at start (parsed only when the file changes: a start
+    /// with many repositories runs no git).
+    configs: BTreeMap<PathBuf, Vec<u8>>,
+    /// Config file → its exec-carrying entries at start, once parsed.
+    parsed: BTreeMap<PathBuf, Vec<(String, String)>>,
     /// Hook (or hooks directory that is a link) → its state at start.
     hooks: BTreeMap<PathBuf, Id>,
     /// Repository (worktree directory, relative to the workspace) → the `core.hooksPath`
@@ -170,8 +173,22 @@ impl GitGuard {
         };
         let places = guard.places(&BTreeMap::new());
         let mut base = Baseline::default();
+        let mut clean = BTreeMap::new();
         for loc in &places.configs {
-            if let Ok(entries) = guard.exec_entries(loc) {
+            // A file as it was at start is never undone (nor parsed) while it stays so.
+            if let Ok(Some(id)) = loc.stat() {
+                clean.insert(loc.shown.clone(), id);
+            }
+            let Ok(Some((bytes, _))) = loc.read() else {
+                continue;
+            };
+            // Only a file that may name a hooks directory is parsed now.
+            if bytes
+                .to_ascii_lowercase()
+                .windows(9)
+                .any(|w| w == b"hookspath")
+                && let Ok(entries) = guard.exec_entries(&bytes)
+            {
                 for (k, v) in &entries {
                     if keys::normal(k) == "core.hookspath" {
                         // Relative to the worktree: the repository's directory in the workspace.
@@ -186,8 +203,9 @@ impl GitGuard {
                         }
                     }
                 }
-                base.configs.insert(loc.shown.clone(), entries);
+                base.parsed.insert(loc.shown.clone(), entries);
             }
+            base.configs.insert(loc.shown.clone(), bytes);
         }
         let places = guard.places(&base.hooks_paths);
         for dir in &places.hook_dirs {
@@ -199,6 +217,7 @@ impl GitGuard {
         if let Ok(mut st) = guard.state.lock() {
             st.base = base;
             st.print = Some(print);
+            st.clean = clean;
         }
         guard
     }
@@ -215,7 +234,7 @@ impl GitGuard {
             return;
         }
         let st = &mut *st;
-        let report = self.undo(&st.base, &places, &mut st.clean);
+        let report = self.undo(&mut st.base, &places, &mut st.clean);
         // What the undo left is the new normal for the fast path.
         st.print = Some(self.fingerprint(&self.places(&st.base.hooks_paths)));
         if report.is_empty() {
@@ -234,14 +253,10 @@ impl GitGuard {
             .unwrap_or_default()
     }
 
-    /// The exec-carrying entries of a config file now (Err: absent or unreadable).
-    fn exec_entries(&self, loc: &Loc) -> Result<Vec<(String, String)>, String> {
-        let (bytes, _) = loc
-            .read()
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "absent".to_string())?;
+    /// The exec-carrying entries of config file contents, as git reads them.
+    fn exec_entries(&self, bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
         let git = self.settings.git.as_deref().ok_or("no git program")?;
-        let copy = Copy::new(&self.settings.scratch, git, &bytes).map_err(|e| e.to_string())?;
+        let copy = Copy::new(&self.settings.scratch, git, bytes).map_err(|e| e.to_string())?;
         Ok(copy
             .entries()?
             .into_iter()
@@ -427,7 +442,27 @@ impl GitGuard {
     }
 
     /// Undo what differs from `base`.
-    fn undo(&self, base: &Baseline, places: &Places, clean: &mut BTreeMap<PathBuf, Id>) -> Report {
+    /// The exec-carrying entries `loc` had at start (none: it was not there, or git
+    /// could not read it then).
+    fn base_entries(&self, base: &mut Baseline, loc: &Loc) -> Vec<(String, String)> {
+        if let Some(entries) = base.parsed.get(&loc.shown) {
+            return entries.clone();
+        }
+        let entries = base
+            .configs
+            .get(&loc.shown)
+            .and_then(|bytes| self.exec_entries(bytes).ok())
+            .unwrap_or_default();
+        base.parsed.insert(loc.shown.clone(), entries.clone());
+        entries
+    }
+
+    fn undo(
+        &self,
+        base: &mut Baseline,
+        places: &Places,
+        clean: &mut BTreeMap<PathBuf, Id>,
+    ) -> Report {
         let mut report = Report::default();
         for loc in &places.configs {
             let now = loc.stat().ok().flatten();
@@ -435,7 +470,8 @@ impl GitGuard {
                 continue;
             }
             let before = report.config.len() + report.failed.len() + report.hooks.len();
-            self.undo_config(loc, base.configs.get(&loc.shown), &mut report);
+            let entries = self.base_entries(base, loc);
+            self.undo_config(loc, &entries, &mut report);
             match now {
                 Some(id)
                     if report.config.len() + report.failed.len() + report.hooks.len() == before =>
@@ -485,9 +521,7 @@ impl GitGuard {
         report
     }
 
-    fn undo_config(&self, loc: &Loc, base: Option<&Vec<(String, String)>>, report: &mut Report) {
-        let empty = Vec::new();
-        let base = base.unwrap_or(&empty);
+    fn undo_config(&self, loc: &Loc, base: &[(String, String)], report: &mut Report) {
         let read = match loc.read() {
             Ok(Some(r)) => r,
             Ok(None) => return,

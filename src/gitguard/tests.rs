@@ -334,3 +334,32 @@ fn the_hooks_path_of_the_start_is_watched() {
     g.check();
     assert_eq!(g.take().hooks.len(), 1);
 }
+
+#[test]
+fn what_was_there_at_start_is_left_alone_even_a_link() {
+    let f = fixture();
+    git(&f.ws, &["init", "-q"]);
+    // The person keeps the repository's config elsewhere, with a pager: theirs.
+    let theirs = f.ws.parent().unwrap().join("theirs.gitconfig");
+    std::fs::copy(f.ws.join(".git/config"), &theirs).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&theirs)
+        .and_then(|mut c| std::io::Write::write_all(&mut c, b"[core]\n\tpager = less\n"))
+        .unwrap();
+    std::fs::remove_file(f.ws.join(".git/config")).unwrap();
+    std::os::unix::fs::symlink(&theirs, f.ws.join(".git/config")).unwrap();
+    let g = f.guard(&[]);
+    std::fs::write(f.ws.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    g.check();
+    let r = g.take();
+    assert_eq!(r.hooks.len(), 1, "{r:?}");
+    assert!(r.config.is_empty() && r.failed.is_empty(), "{r:?}");
+    assert!(
+        f.ws.join(".git/config")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
