@@ -228,15 +228,24 @@ impl GitGuard {
         let Ok(mut st) = self.state.lock() else {
             return;
         };
+        let started = std::time::Instant::now();
         let places = self.places(&st.base.hooks_paths);
         let print = self.fingerprint(&places);
         if st.print.as_ref() == Some(&print) {
+            tracing::debug!(
+                elapsed_us = started.elapsed().as_micros() as u64,
+                "git guard: nothing changed"
+            );
             return;
         }
         let st = &mut *st;
         let report = self.undo(&mut st.base, &places, &mut st.clean);
         // What the undo left is the new normal for the fast path.
         st.print = Some(self.fingerprint(&self.places(&st.base.hooks_paths)));
+        tracing::debug!(
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "git guard: compared"
+        );
         if report.is_empty() {
             return;
         }
