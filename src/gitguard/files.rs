@@ -98,7 +98,8 @@ impl Loc {
 
     /// A regular file's bytes and state (None: absent). A link or anything else is an error.
     pub fn read(&self) -> io::Result<Option<(Vec<u8>, Id)>> {
-        let fd = match open_beneath(&*self.base, &self.rel, OFlag::O_RDONLY) {
+        // Non-blocking: a fifo swapped in after the stat must not hang the server.
+        let fd = match open_beneath(&*self.base, &self.rel, OFlag::O_RDONLY | OFlag::O_NONBLOCK) {
             Ok(fd) => fd,
             Err(e) if gone(&e) => return Ok(None),
             Err(e) => return Err(e),

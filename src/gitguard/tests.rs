@@ -363,3 +363,25 @@ fn what_was_there_at_start_is_left_alone_even_a_link() {
             .is_symlink()
     );
 }
+
+#[test]
+fn a_fifo_where_git_reads_never_hangs_the_guard() {
+    let f = fixture();
+    git(&f.ws, &["init", "-q"]);
+    let g = f.guard(&[]);
+    std::fs::remove_file(f.ws.join(".git/config")).unwrap();
+    nix::unistd::mkfifo(
+        &f.ws.join(".git/config"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    nix::unistd::mkfifo(
+        &f.ws.join(".git/hooks/pre-commit"),
+        nix::sys::stat::Mode::from_bits_truncate(0o700),
+    )
+    .unwrap();
+    g.check();
+    let r = g.take();
+    assert!(r.config.is_empty() && r.hooks.is_empty(), "{r:?}");
+    assert_eq!(r.failed.len(), 1, "said, not hung: {r:?}");
+}
