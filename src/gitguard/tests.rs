@@ -385,3 +385,40 @@ fn a_fifo_where_git_reads_never_hangs_the_guard() {
     assert!(r.config.is_empty() && r.hooks.is_empty(), "{r:?}");
     assert_eq!(r.failed.len(), 1, "said, not hung: {r:?}");
 }
+
+#[test]
+fn clone_submodule_and_worktree_leave_nothing_to_undo() {
+    let f = fixture();
+    let other = f.ws.parent().unwrap().join("other");
+    std::fs::create_dir(&other).unwrap();
+    git(&other, &["init", "-q"]);
+    std::fs::write(other.join("o.txt"), "o\n").unwrap();
+    git(&other, &["add", "o.txt"]);
+    git(&other, &["commit", "-qm", "o"]);
+    let g = f.guard(&[]);
+    git(&f.ws, &["init", "-q"]);
+    git(&f.ws, &["config", "user.name", "me"]);
+    git(
+        &f.ws,
+        &["remote", "add", "origin", "https://example.invalid/x.git"],
+    );
+    let src = other.to_str().unwrap();
+    git(
+        &f.ws,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            src,
+            "sub",
+        ],
+    );
+    git(&f.ws, &["commit", "-qm", "with a submodule"]);
+    git(&f.ws, &["worktree", "add", "-q", "wt"]);
+    git(&f.ws, &["clone", "-q", src, "cloned"]);
+    g.check();
+    let r = g.take();
+    assert!(r.is_empty(), "{r:?}");
+}
