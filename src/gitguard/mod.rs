@@ -344,7 +344,9 @@ impl GitGuard {
         };
         if repo.as_os_str().is_empty()
             && let Some(linked) = &self.settings.linked
-            && self.settings.workspace.join(&named) == linked.own_git_dir
+            // (compared after resolving: only the verified path is opened)
+            && self.settings.workspace.join(&named).canonicalize().ok().as_ref()
+                == Some(&linked.own_git_dir)
         {
             return open_dir(&linked.own_git_dir)
                 .map(|base| Loc {
@@ -383,7 +385,7 @@ impl GitGuard {
             Some(text) => {
                 let named = PathBuf::from(text.trim());
                 let linked = self.settings.linked.as_ref().filter(|l| {
-                    crate::guard::normalize(&git_dir.shown.join(&named)) == l.common_dir
+                    git_dir.shown.join(&named).canonicalize().ok().as_ref() == Some(&l.common_dir)
                 });
                 match linked {
                     Some(l) => open_dir(&l.common_dir).ok().map(|base| Loc {
