@@ -22,92 +22,23 @@
 //! `config.worktree`, the common directory's (`commondir`) config and hooks, the
 //! `core.hooksPath` directory it had at start, and its submodules' (`modules/*`).
 
+mod copy;
 pub mod files;
 pub mod keys;
+mod places;
+mod report;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use serde::Serialize;
-
 use crate::guard::git::LinkedWorktree;
-use files::{Id, Loc, open_dir};
+use copy::Copy;
+pub use copy::find_git;
+use files::{Id, Loc};
 use nix::sys::stat::SFlag;
-
-/// A key that was unset.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Undone {
-    pub file: PathBuf,
-    pub key: String,
-    /// What the task had set (each value).
-    pub values: Vec<String>,
-    /// The values it had at session start, put back.
-    pub restored: Vec<String>,
-}
-
-/// A hook moved out of the repository.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Quarantined {
-    pub hook: PathBuf,
-    pub moved_to: PathBuf,
-}
-
-/// What one or more checks undid (`data.git_undone`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Report {
-    pub config: Vec<Undone>,
-    pub hooks: Vec<Quarantined>,
-    /// What was found but could not be undone, and why.
-    pub failed: Vec<String>,
-}
-
-impl Report {
-    pub fn is_empty(&self) -> bool {
-        self.config.is_empty() && self.hooks.is_empty() && self.failed.is_empty()
-    }
-
-    fn extend(&mut self, other: Report) {
-        self.config.extend(other.config);
-        self.hooks.extend(other.hooks);
-        self.failed.extend(other.failed);
-    }
-
-    /// The one line the model reads.
-    pub fn line(&self) -> String {
-        let mut parts = Vec::new();
-        if !self.config.is_empty() {
-            let keys: Vec<String> = self
-                .config
-                .iter()
-                .map(|u| format!("{} ({})", u.key, u.file.display()))
-                .collect();
-            parts.push(format!(
-                "whalebox undid git configuration a command set that runs programs outside the sandbox: {}",
-                keys.join(", ")
-            ));
-        }
-        if !self.hooks.is_empty() {
-            let hooks: Vec<String> = self
-                .hooks
-                .iter()
-                .map(|q| format!("{} → {}", q.hook.display(), q.moved_to.display()))
-                .collect();
-            parts.push(format!("git hooks quarantined: {}", hooks.join(", ")));
-        }
-        if !self.failed.is_empty() {
-            parts.push(format!(
-                "NOT undone (tell the person): {}",
-                self.failed.join("; ")
-            ));
-        }
-        format!(
-            "{}. The person's git would run them unfenced; if they are wanted, the person adds them to [git] allow_exec_config in the profile.",
-            parts.join("; ")
-        )
-    }
-}
+use places::{Places, normal_rel, repo_of};
+pub use report::{Quarantined, Report, Undone};
 
 /// What the guard is told at start.
 #[derive(Debug, Clone)]
@@ -155,13 +86,6 @@ struct State {
 pub struct GitGuard {
     settings: Settings,
     state: Mutex<State>,
-}
-
-/// Where to look in one repository.
-#[derive(Debug, Default)]
-struct Places {
-    configs: Vec<Loc>,
-    hook_dirs: Vec<Loc>,
 }
 
 impl GitGuard {
@@ -284,175 +208,6 @@ impl GitGuard {
             .any(|p| p == "hooks/*" || p.strip_prefix("hooks/") == Some(name))
     }
 
-    /// The repositories' config files and hooks directories, found now.
-    fn places(&self, hooks_paths: &BTreeMap<PathBuf, PathBuf>) -> Places {
-        let mut places = Places::default();
-        let Ok(ws) = open_dir(&self.settings.workspace) else {
-            return places;
-        };
-        let root = Loc {
-            base: ws,
-            rel: PathBuf::new(),
-            shown: self.settings.workspace.clone(),
-        };
-        let mut repos = vec![PathBuf::new()];
-        if let Ok(entries) = root.list() {
-            repos.extend(
-                entries
-                    .into_iter()
-                    .filter(|(n, id)| id.kind() == SFlag::S_IFDIR && n != ".git")
-                    .map(|(n, _)| PathBuf::from(n)),
-            );
-        }
-        let mut seen = BTreeSet::new();
-        for repo in repos {
-            for git_dir in self.git_dirs(&root, &repo) {
-                self.repository(&root, &git_dir, &mut places, &mut seen);
-            }
-            if let Some(dir) = hooks_paths.get(&repo) {
-                places.hook_dirs.push(root.join(dir));
-            }
-        }
-        places
-    }
-
-    /// The git directory a repository's `.git` names, when whalebox can open it safely:
-    /// a directory, a file or link that resolves inside the workspace, or the verified
-    /// linked worktree. Outside the workspace a task cannot write (Landlock).
-    fn git_dirs(&self, root: &Loc, repo: &Path) -> Vec<Loc> {
-        let dot = root.join(repo.join(".git"));
-        let Ok(Some(id)) = dot.stat() else {
-            return Vec::new();
-        };
-        let kind = id.kind();
-        if kind == SFlag::S_IFDIR {
-            return vec![dot];
-        }
-        let named = if kind == SFlag::S_IFREG {
-            dot.read_small().and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix("gitdir:"))
-                    .map(|g| PathBuf::from(g.trim()))
-            })
-        } else if kind == SFlag::S_IFLNK {
-            dot.link_target()
-        } else {
-            None
-        };
-        let Some(named) = named else {
-            return Vec::new();
-        };
-        if repo.as_os_str().is_empty()
-            && let Some(linked) = &self.settings.linked
-            // (compared after resolving: only the verified path is opened)
-            && self.settings.workspace.join(&named).canonicalize().ok().as_ref()
-                == Some(&linked.own_git_dir)
-        {
-            return open_dir(&linked.own_git_dir)
-                .map(|base| Loc {
-                    base,
-                    rel: PathBuf::new(),
-                    shown: linked.own_git_dir.clone(),
-                })
-                .into_iter()
-                .collect();
-        }
-        self.inside(root, &root.shown.join(repo), &named)
-            .into_iter()
-            .collect()
-    }
-
-    /// `named` (relative to `from`) as a place beneath the workspace, if it is inside.
-    fn inside(&self, root: &Loc, from: &Path, named: &Path) -> Option<Loc> {
-        let abs = crate::guard::normalize(&from.join(named));
-        let rel = abs.strip_prefix(&self.settings.workspace).ok()?;
-        Some(root.join(rel))
-    }
-
-    /// A git directory's config files and hooks, its common directory's, its modules'.
-    fn repository(
-        &self,
-        root: &Loc,
-        git_dir: &Loc,
-        places: &mut Places,
-        seen: &mut BTreeSet<PathBuf>,
-    ) {
-        if !seen.insert(git_dir.shown.clone()) {
-            return;
-        }
-        places.configs.push(git_dir.join("config.worktree"));
-        let common = match git_dir.join("commondir").read_small() {
-            Some(text) => {
-                let named = PathBuf::from(text.trim());
-                let linked = self.settings.linked.as_ref().filter(|l| {
-                    git_dir.shown.join(&named).canonicalize().ok().as_ref() == Some(&l.common_dir)
-                });
-                match linked {
-                    Some(l) => open_dir(&l.common_dir).ok().map(|base| Loc {
-                        base,
-                        rel: PathBuf::new(),
-                        shown: l.common_dir.clone(),
-                    }),
-                    None => self.inside(root, &git_dir.shown, &named),
-                }
-            }
-            None => Some(git_dir.clone()),
-        };
-        let Some(common) = common else {
-            return;
-        };
-        if common.shown != git_dir.shown && !seen.insert(common.shown.clone()) {
-            return;
-        }
-        places.configs.push(common.join("config"));
-        places.hook_dirs.push(common.join("hooks"));
-        let modules = common.join("modules");
-        if let Ok(entries) = modules.list() {
-            for (name, id) in entries.into_iter().take(64) {
-                if id.kind() == SFlag::S_IFDIR {
-                    let m = modules.join(&name);
-                    places.configs.push(m.join("config"));
-                    places.hook_dirs.push(m.join("hooks"));
-                }
-            }
-        }
-    }
-
-    /// The hooks in `dir` (not `*.sample`); a hooks directory that is a link is one
-    /// hook itself (git follows it).
-    fn hooks(&self, dir: &Loc) -> Vec<(Loc, Id)> {
-        match dir.stat() {
-            Ok(Some(id)) if id.kind() == SFlag::S_IFLNK => return vec![(dir.clone(), id)],
-            Ok(Some(_)) => {}
-            _ => return Vec::new(),
-        }
-        dir.list()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(name, id)| {
-                !name.ends_with(".sample")
-                    && (id.kind() == SFlag::S_IFREG || id.kind() == SFlag::S_IFLNK)
-            })
-            .map(|(name, id)| (dir.join(name), id))
-            .collect()
-    }
-
-    /// The state of everything looked at.
-    fn fingerprint(&self, places: &Places) -> Vec<(PathBuf, Option<Id>)> {
-        let mut print = Vec::new();
-        for c in &places.configs {
-            print.push((c.shown.clone(), c.stat().ok().flatten()));
-        }
-        for d in &places.hook_dirs {
-            print.push((d.shown.clone(), d.stat().ok().flatten()));
-            for (hook, id) in self.hooks(d) {
-                print.push((hook.shown, Some(id)));
-            }
-        }
-        print
-    }
-
-    /// Undo what differs from `base`.
     /// The exec-carrying entries `loc` had at start (none: it was not there, or git
     /// could not read it then).
     fn base_entries(&self, base: &mut Baseline, loc: &Loc) -> Vec<(String, String)> {
@@ -468,6 +223,7 @@ impl GitGuard {
         entries
     }
 
+    /// Undo what differs from `base`.
     fn undo(
         &self,
         base: &mut Baseline,
@@ -669,121 +425,6 @@ fn quarantine_name(loc: &Loc) -> String {
         .map(|c| if c == '/' { '_' } else { c })
         .collect();
     format!("{stamp}-{label}")
-}
-
-/// The repository (worktree directory, relative to the workspace) a config file under
-/// `rel` (`sub/.git/config`) belongs to.
-fn repo_of(rel: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in rel.components() {
-        if c.as_os_str() == ".git" {
-            break;
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `rel` without `.` and `..`, if it stays inside (relative, not above its start).
-fn normal_rel(rel: &Path) -> Option<PathBuf> {
-    if rel.is_absolute() {
-        return None;
-    }
-    let mut out = PathBuf::new();
-    for c in rel.components() {
-        match c {
-            std::path::Component::Normal(n) => out.push(n),
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            _ => return None,
-        }
-    }
-    Some(out)
-}
-
-/// A private copy of a config file, read and edited by git itself.
-struct Copy<'a> {
-    git: &'a Path,
-    home: PathBuf,
-    path: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl<'a> Copy<'a> {
-    fn new(scratch: &Path, git: &'a Path, bytes: &[u8]) -> std::io::Result<Copy<'a>> {
-        std::fs::create_dir_all(scratch)?;
-        let dir = tempfile::Builder::new()
-            .prefix("gitcfg-")
-            .tempdir_in(scratch)?;
-        let home = dir.path().join("home");
-        std::fs::create_dir(&home)?;
-        let path = dir.path().join("config");
-        std::fs::write(&path, bytes)?;
-        Ok(Copy {
-            git,
-            home,
-            path,
-            _dir: dir,
-        })
-    }
-
-    /// `git config --file COPY ARGS…`, with no system, global or user configuration.
-    fn git(&self, args: &[&str]) -> Result<Vec<u8>, String> {
-        let out = Command::new(self.git)
-            .arg("config")
-            .arg("--file")
-            .arg(&self.path)
-            .args(args)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("LC_ALL", "C")
-            .current_dir(&self.home)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", self.git.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "git config {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(out.stdout)
-    }
-
-    /// Every `key = value` of the file, as git reads it (includes not followed: an
-    /// include is an exec-carrying key itself).
-    fn entries(&self) -> Result<Vec<(String, String)>, String> {
-        let out = self.git(&["--list", "--null", "--no-includes"])?;
-        Ok(out
-            .split(|&b| b == 0)
-            .filter(|e| !e.is_empty())
-            .map(|e| {
-                let e = String::from_utf8_lossy(e);
-                match e.split_once('\n') {
-                    Some((k, v)) => (k.to_string(), v.to_string()),
-                    None => (e.to_string(), String::new()),
-                }
-            })
-            .collect())
-    }
-}
-
-/// The git program the server runs: the first `git` on its PATH (resolved now, before
-/// any task runs).
-pub fn find_git() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("git"))
-        .find(|p| p.is_file())
-        .and_then(|p| p.canonicalize().ok())
 }
 
 /// The guard needs a directory of the server's it can open without a task reaching it.
