@@ -19,6 +19,7 @@ pub mod boundary;
 pub mod checkpoint;
 pub mod core;
 pub use whalebox_edit as edit;
+pub mod gitguard;
 pub mod guard;
 pub mod mcp;
 pub mod mutation;

@@ -85,6 +85,7 @@ impl Drop for SessionSlot {
     fn drop(&mut self) {
         if let Some(env) = self.env.take() {
             env.tasks.kill_all();
+            env.check_git();
             self.sessions.metrics.session_closed();
             if let Some(id) = self.session_id.get() {
                 tracing::info!(session = %id, "session closed");

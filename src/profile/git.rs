@@ -14,6 +14,43 @@ pub(super) struct GitFile {
     /// leaves it all closed (git then fails in the workspace).
     #[serde(default)]
     pub(super) main_worktree: MainWorktree,
+    /// Git configuration keys that run programs (`core.pager`, `core.fsmonitor`,
+    /// `diff.*.textconv`, `alias.*` starting with `!` …) which commands may set in the
+    /// workspace's repositories and keep. Any other such key a command sets is unset
+    /// after the command, and a hook it writes is moved out (`hooks/NAME` keeps one):
+    /// the person's next `git status` would run them outside the sandbox. `true` keeps
+    /// them all (no guard); default: none.
+    #[serde(default)]
+    pub(super) allow_exec_config: AllowExecConfig,
+}
+
+/// `[git] allow_exec_config`: `true` (all), `false` (none) or a list of keys.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AllowExecConfig {
+    All(bool),
+    Keys(Vec<String>),
+}
+
+impl Default for AllowExecConfig {
+    fn default() -> Self {
+        AllowExecConfig::All(false)
+    }
+}
+
+impl AllowExecConfig {
+    /// Whether every key and hook is kept (the guard is off).
+    pub fn all(&self) -> bool {
+        matches!(self, AllowExecConfig::All(true))
+    }
+
+    /// The keys (and `hooks/NAME`) kept.
+    pub fn keys(&self) -> &[String] {
+        match self {
+            AllowExecConfig::Keys(k) => k,
+            AllowExecConfig::All(_) => &[],
+        }
+    }
 }
 
 /// `[git] main_worktree`.
@@ -29,6 +66,8 @@ pub enum MainWorktree {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct GitSection {
     pub main_worktree: MainWorktree,
+    /// What the git guard keeps (see [`crate::gitguard`]).
+    pub allow_exec_config: AllowExecConfig,
     /// Set when the workspace is a linked worktree (whatever the setting).
     pub linked: Option<crate::guard::git::LinkedWorktree>,
     /// Set when a `.git` file named a worktree whalebox could not verify: why no root

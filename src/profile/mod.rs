@@ -25,7 +25,7 @@ pub use crate::guard::landlock::{LandlockMode, LandlockSection, NetworkMode};
 pub use crate::web::settings::{
     Endpoint, Fallback, OnNewHost, SearchBackend, WebSearchSection, WebSection,
 };
-pub use git::{GitSection, MainWorktree};
+pub use git::{AllowExecConfig, GitSection, MainWorktree};
 pub use mcp_servers::McpServerSection;
 pub use network::NetworkSection;
 pub use output::{ClientLimits, EditSection, OutputSection};
@@ -498,8 +498,18 @@ impl Profile {
                 (None, Some(why))
             }
         };
+        for key in raw.git.allow_exec_config.keys() {
+            let hook = key.starts_with("hooks/") && key.len() > "hooks/".len();
+            if !hook && !crate::gitguard::keys::carries_exec(key, "!x") {
+                warnings.push(format!(
+                    "[git] allow_exec_config: {key:?} is not a git key that runs a program \
+                     (nor `hooks/NAME`): it keeps nothing; see `whalebox profile schema`"
+                ));
+            }
+        }
         let git = GitSection {
             main_worktree: raw.git.main_worktree,
+            allow_exec_config: raw.git.allow_exec_config,
             linked,
             refused,
         };

@@ -186,3 +186,27 @@ fn missing_workspace_and_wrong_types_are_errors() {
         .to_string();
     assert!(msg.contains("only `~`"), "{msg}");
 }
+
+#[test]
+fn allow_exec_config_takes_true_or_keys_and_warns_of_a_key_that_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = parse("[git]\nallow_exec_config = true\n", dir.path()).unwrap();
+    assert!(p.git.allow_exec_config.all());
+    let p = parse(
+        "[git]\nallow_exec_config = [\"core.pager\", \"diff.*.textconv\", \"hooks/pre-commit\", \"user.name\"]\n",
+        dir.path(),
+    )
+    .unwrap();
+    assert!(!p.git.allow_exec_config.all());
+    assert_eq!(p.git.allow_exec_config.keys().len(), 4);
+    let warned: Vec<&String> = p
+        .warnings
+        .iter()
+        .filter(|w| w.contains("allow_exec_config"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("user.name"), "{warned:?}");
+    let p = parse("", dir.path()).unwrap();
+    assert!(!p.git.allow_exec_config.all() && p.git.allow_exec_config.keys().is_empty());
+    assert!(parse("[git]\nallow_exec_config = \"core.pager\"\n", dir.path()).is_err());
+}

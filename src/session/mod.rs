@@ -91,6 +91,19 @@ pub struct Env {
     /// Who this session serves, when the transport knows (an HTTP caller's name): the
     /// audit log's records say it.
     pub caller: Option<String>,
+    /// Undoes the git configuration and hooks commands leave that would run programs
+    /// outside the fences (None: no shell, or `[git] allow_exec_config = true`).
+    /// Shared by the sessions of a server: they work in one workspace.
+    pub git_guard: Option<Arc<crate::gitguard::GitGuard>>,
+}
+
+/// Where the git guard moves hooks: beside the checkpoint store (outside the workspace,
+/// out of the tasks' reach), `<store>.git-quarantine`.
+pub fn git_quarantine_dir(profile: &Profile) -> PathBuf {
+    let store = crate::checkpoint::store_dir(profile);
+    let mut name = store.file_name().unwrap_or_default().to_os_string();
+    name.push(".git-quarantine");
+    store.with_file_name(name)
 }
 
 /// A server's private directories (see [`Env::private`]). The sessions of an HTTP
@@ -278,8 +291,10 @@ impl Env {
             shm_pool: Arc::default(),
             checkpoints: None,
             caller: None,
+            git_guard: None,
         };
         env.checkpoints = env.checkpoint_slot();
+        env.git_guard = env.start_git_guard();
         // The tasks' cgroups: looked for (and the server's directories made) now, before
         // the server enters its sandbox, whether or not Landlock is on.
         let _ = env.task_cgroups();
@@ -340,6 +355,7 @@ impl Env {
             shm_pool: Arc::clone(&self.shm_pool),
             checkpoints: self.checkpoints.clone(),
             caller: Some(caller.to_string()),
+            git_guard: self.git_guard.clone(),
             profile,
         };
         // The session's tasks get a layer that names its own private directories; the
@@ -372,6 +388,35 @@ impl Env {
             &session,
             self.session == Session::Server,
         )))
+    }
+
+    /// The git guard, its baseline taken now (session start), before any task ran.
+    fn start_git_guard(&self) -> Option<Arc<crate::gitguard::GitGuard>> {
+        let allow = &self.profile.git.allow_exec_config;
+        if allow.all() || !self.shell_on() {
+            return None;
+        }
+        // Made when the server enters its fences (or at the first hook moved there).
+        let quarantine = git_quarantine_dir(&self.profile);
+        Some(Arc::new(crate::gitguard::GitGuard::start(
+            crate::gitguard::Settings {
+                workspace: self.profile.workspace.clone(),
+                linked: self.profile.git.linked.clone(),
+                allow: allow.keys().to_vec(),
+                git: crate::gitguard::find_git(),
+                scratch: crate::gitguard::scratch_dir(self.private.root()),
+                quarantine,
+                audit_log: self.profile.shell.audit_log.clone(),
+            },
+        )))
+    }
+
+    /// Compare the workspace's git configuration and hooks with the session's start and
+    /// undo what commands added (blocking; cheap when nothing changed).
+    pub fn check_git(&self) {
+        if let Some(g) = &self.git_guard {
+            g.check();
+        }
     }
 
     fn shell_on(&self) -> bool {

@@ -36,6 +36,12 @@ impl Env {
         extras
             .server_rmdir
             .extend(root.parent().map(Path::to_path_buf));
+        if self.git_guard.is_some() {
+            // The git guard moves hooks there (made when the server enters its fences).
+            extras
+                .server_private
+                .push(super::git_quarantine_dir(&self.profile));
+        }
         if let Some(c) = &self.checkpoints {
             // The server keeps checkpoints there (made when it enters the sandbox); its
             // commands never see the store.
@@ -212,6 +218,16 @@ impl Env {
             // The store must be there before the server's layer names it; a store that
             // cannot be made is said in each call's `checkpoint_missing`.
             let _ = c.get();
+        }
+        if self.git_guard.is_some() {
+            // The git guard's quarantine must be there before the server's layer names it.
+            let dir = super::git_quarantine_dir(&self.profile);
+            if let Err(e) = crate::gitguard::files::private_dir(&dir) {
+                tracing::warn!(
+                    "git guard: cannot make the quarantine {}: {e}",
+                    dir.display()
+                );
+            }
         }
         let mut sandbox = self.sandbox.clone();
         if self.shell_on() || self.profile.tools.iter().any(|g| g == "mcp") {

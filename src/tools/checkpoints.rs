@@ -32,10 +32,16 @@ pub struct Hook {
     pub tasks: Arc<TaskTable>,
     /// Where `whalebox://session/checkpoints` subscribers hear of a new checkpoint.
     pub announce: tokio::sync::broadcast::Sender<&'static str>,
+    /// Checked before each checkpoint, so none records a planted git hook as the
+    /// workspace's state.
+    pub git_guard: Option<Arc<crate::gitguard::GitGuard>>,
 }
 
 impl ChangeHook for Hook {
     fn before(&self, tool: &str, summary: &str) -> Result<String, String> {
+        if let Some(g) = &self.git_guard {
+            g.check();
+        }
         self.checkpoints
             .get()?
             .take(tool, summary)
@@ -43,6 +49,11 @@ impl ChangeHook for Hook {
     }
 
     fn after(&self, id: &str, data: &Value) {
+        // A call that wrote the workspace without a shell (an edit, an upstream tool) may
+        // have written a hook: undone now, said in the next shell answer and the logs.
+        if let Some(g) = &self.git_guard {
+            g.check();
+        }
         let Ok(cp) = self.checkpoints.get() else {
             return;
         };

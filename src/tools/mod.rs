@@ -151,6 +151,7 @@ fn registry_for(env: &Arc<Env>) -> Result<Registry, CatalogError> {
             checkpoints: c.clone(),
             tasks: Arc::clone(&env.tasks),
             announce: env.board.announcer(),
+            git_guard: env.git_guard.clone(),
         }));
     }
     for group in GROUPS {

@@ -88,6 +88,9 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
             .unwrap_or_else(|| "embedded default".into()),
         "presets": env.profile.landlock.presets,
         "git": env.profile.git,
+        "git_guard": env.git_guard.as_ref().map(|_| json!({
+            "quarantine": whalebox::session::git_quarantine_dir(&env.profile),
+        })),
         "presets_auto": env.profile.landlock.presets_auto.as_ref().map(|found| {
             found.iter().map(|(p, marker)| json!({"preset": p, "marker": marker})).collect::<Vec<_>>()
         }),
@@ -151,6 +154,26 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
     }
     if let Some(why) = &env.profile.git.refused {
         println!("git:        no worktree root derived (the `.git` file is not verified): {why}");
+    }
+    match &env.git_guard {
+        Some(_) => {
+            let kept = env.profile.git.allow_exec_config.keys();
+            println!(
+                "git guard:  git configuration that runs programs and hooks commands leave are undone{}; \
+                 hooks go to {}",
+                if kept.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (kept: {})", kept.join(", "))
+                },
+                whalebox::session::git_quarantine_dir(&env.profile).display()
+            );
+        }
+        None if env.profile.git.allow_exec_config.all() => println!(
+            "git guard:  off ([git] allow_exec_config = true): commands may leave git configuration \
+             and hooks that the person's git runs outside the sandbox"
+        ),
+        None => {}
     }
     let l = &env.profile.landlock;
     println!("presets:    {}", presets_line(l));

@@ -29,6 +29,9 @@ pub(crate) async fn serve(registry: Registry, env: Arc<Env>) -> ExitCode {
     // Every task's processes go with the server (the supervisors' parent-death signal
     // covers a server that is killed outright).
     env.tasks.kill_all();
+    // What the last commands left in the repositories, undone before the person's git
+    // runs (said in the log and the audit log: no model is left to tell).
+    env.check_git();
     env.private.remove();
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -154,6 +157,7 @@ pub(crate) async fn serve_http(registry: Registry, env: Arc<Env>, addr: String) 
     stop_sessions.cancel();
     endpoint.kill_all_tasks();
     env.tasks.kill_all();
+    env.check_git();
     if tokio::time::timeout(std::time::Duration::from_secs(5), server)
         .await
         .is_err()

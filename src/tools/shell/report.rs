@@ -299,13 +299,40 @@ pub(super) async fn report_with_network(
             obj.insert("network".into(), net.clone());
         }
     };
+    let git = git_report(env).await;
+    let said = |text: &mut String, data: &mut Value| {
+        if let Some(r) = &git {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!("Note: {}\n", r.line()));
+            if let Some(obj) = data.as_object_mut() {
+                obj.insert("git_undone".into(), json!(r));
+            }
+        }
+    };
     report(env, task, &notes)
         .map(|mut out| {
             add(&mut out.data);
+            said(&mut out.text, &mut out.data);
             out
         })
         .map_err(|mut err| {
             add(&mut err.data);
+            said(&mut err.message, &mut err.data);
             err
         })
+}
+
+/// What the git guard undid since the model was last told (checked now: the command
+/// may have just set it).
+async fn git_report(env: &Env) -> Option<crate::gitguard::Report> {
+    let guard = env.git_guard.clone()?;
+    let report = tokio::task::spawn_blocking(move || {
+        guard.check();
+        guard.take()
+    })
+    .await
+    .ok()?;
+    (!report.is_empty()).then_some(report)
 }
