@@ -209,11 +209,15 @@ pub fn main(args: Vec<OsString>) -> ! {
         Some(socket) => gated(
             shell,
             shell_args,
-            socket,
-            server,
             method,
-            setup,
-            (debuggers, known),
+            crate::boundary::kernel::tracer::Options {
+                server: Some(socket.into()),
+                server_pid: Some(server),
+                timeout: gate_timeout(),
+                setup,
+                debuggers,
+                known,
+            },
         ),
         None => plain(shell, shell_args, setup),
     };
@@ -300,29 +304,14 @@ fn plain(
 fn gated(
     shell: &OsString,
     shell_args: &[OsString],
-    socket: &OsString,
-    server: i32,
     method: Option<crate::boundary::kernel::Method>,
-    setup: crate::guard::limits::ChildSetup,
-    (debuggers, known): (bool, Vec<crate::boundary::kernel::identity::Known>),
+    options: crate::boundary::kernel::tracer::Options,
 ) -> Status {
-    use crate::boundary::kernel::tracer::{End, Options};
+    use crate::boundary::kernel::tracer::End;
     // Not dumpable: no other user's process (a task's, should it run as another user)
     // may read or write the supervisor's memory or take its descriptors (the listener).
     // Root's are kept out by the task's own Landlock domain (see kernel::start).
     let _ = nix::sys::prctl::set_dumpable(false);
-    let timeout_ms = std::env::var("WHALEBOX_GATE_TIMEOUT_MS")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(120_000);
-    let options = Options {
-        server: Some(socket.into()),
-        server_pid: Some(server),
-        timeout: Duration::from_millis(timeout_ms),
-        setup,
-        debuggers,
-        known,
-    };
     match crate::boundary::kernel::run(shell, shell_args, method, &options, &|| {
         HANGUP.load(Ordering::SeqCst)
     }) {
@@ -340,6 +329,16 @@ fn gated(
             std::process::exit(126);
         }
     }
+}
+
+/// How long an exec may wait for its answer (`WHALEBOX_GATE_TIMEOUT_MS`; 2 minutes: an
+/// `ask` waits for a person).
+fn gate_timeout() -> Duration {
+    let ms = std::env::var("WHALEBOX_GATE_TIMEOUT_MS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(120_000);
+    Duration::from_millis(ms)
 }
 
 /// SIGKILL every process of the task, reaping them, until none is left. Our direct
