@@ -97,13 +97,11 @@ pub struct Env {
     pub git_guard: Option<Arc<crate::gitguard::GitGuard>>,
 }
 
-/// Where the git guard moves hooks: beside the checkpoint store (outside the workspace,
-/// out of the tasks' reach), `<store>.git-quarantine`.
+/// Where the git guard moves hooks: inside the checkpoint store's directory (outside the
+/// workspace, out of the tasks' reach, private to the server), `<store>/git-quarantine`.
+/// Inside, not beside it: the checkpoints directory holds one entry per workspace.
 pub fn git_quarantine_dir(profile: &Profile) -> PathBuf {
-    let store = crate::checkpoint::store_dir(profile);
-    let mut name = store.file_name().unwrap_or_default().to_os_string();
-    name.push(".git-quarantine");
-    store.with_file_name(name)
+    crate::checkpoint::store_dir(profile).join("git-quarantine")
 }
 
 /// A server's private directories (see [`Env::private`]). The sessions of an HTTP
