@@ -36,13 +36,20 @@ pub fn store_dir(profile: &Profile) -> PathBuf {
     if let Some(dir) = &profile.checkpoints.dir {
         return dir.clone();
     }
+    state_dir(profile, "checkpoints")
+}
+
+/// `$XDG_STATE_HOME/whalebox/KIND/<workspace key>` (`~/.local/state` by default): where
+/// whalebox keeps a workspace's state of one kind, outside the workspace.
+pub fn state_dir(profile: &Profile, kind: &str) -> PathBuf {
     let state = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
         .unwrap_or_else(|| PathBuf::from("/tmp"));
     state
-        .join("whalebox/checkpoints")
+        .join("whalebox")
+        .join(kind)
         .join(workspace_key(&profile.workspace))
 }
 

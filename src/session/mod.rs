@@ -97,11 +97,16 @@ pub struct Env {
     pub git_guard: Option<Arc<crate::gitguard::GitGuard>>,
 }
 
-/// Where the git guard moves hooks: inside the checkpoint store's directory (outside the
-/// workspace, out of the tasks' reach, private to the server), `<store>/git-quarantine`.
-/// Inside, not beside it: the checkpoints directory holds one entry per workspace.
+/// Where the git guard moves hooks (outside the workspace, out of the tasks' reach,
+/// private to the server): inside the checkpoint store's directory when checkpoints are
+/// on (`<store>/git-quarantine`: the checkpoints directory holds one entry per
+/// workspace), else `~/.local/state/whalebox/git-quarantine/<workspace>`.
 pub fn git_quarantine_dir(profile: &Profile) -> PathBuf {
-    crate::checkpoint::store_dir(profile).join("git-quarantine")
+    if profile.checkpoints.on {
+        crate::checkpoint::store_dir(profile).join("git-quarantine")
+    } else {
+        crate::checkpoint::state_dir(profile, "git-quarantine")
+    }
 }
 
 /// A server's private directories (see [`Env::private`]). The sessions of an HTTP

@@ -36,8 +36,9 @@ impl Env {
         extras
             .server_rmdir
             .extend(root.parent().map(Path::to_path_buf));
-        if self.git_guard.is_some() {
-            // The git guard moves hooks there (made when the server enters its fences).
+        if self.git_guard.is_some() && self.checkpoints.is_none() {
+            // The git guard moves hooks there (made when the server enters its fences);
+            // with checkpoints on it lies inside the store, which is granted below.
             extras
                 .server_private
                 .push(super::git_quarantine_dir(&self.profile));
@@ -219,8 +220,9 @@ impl Env {
             // cannot be made is said in each call's `checkpoint_missing`.
             let _ = c.get();
         }
-        if self.git_guard.is_some() {
-            // The git guard's quarantine must be there before the server's layer names it.
+        if self.git_guard.is_some() && self.checkpoints.is_none() {
+            // The git guard's quarantine must be there before the server's layer names it
+            // (inside the checkpoint store, it is made at the first hook moved there).
             let dir = super::git_quarantine_dir(&self.profile);
             if let Err(e) = crate::gitguard::files::private_dir(&dir) {
                 tracing::warn!(

@@ -202,16 +202,21 @@ impl Dir {
         nix::fcntl::renameat(&self.fd, from, &to_dir.fd, to).map_err(io::Error::from)
     }
 
-    /// Rename `from` here to `to` in `to_dir` only if nothing is there (`EEXIST`).
+    /// Rename `from` here to `to` in `to_dir` only if nothing is there (`EEXIST`). A
+    /// file system without `RENAME_NOREPLACE` (NFS, FUSE without rename2: `EINVAL`) gets
+    /// a hard link, which fails on an existing name just the same, then an unlink of
+    /// `from`: once linked the file is in place, so an unlink that fails leaves `from`
+    /// behind (a caller's leftover to sweep), not a failed rename.
     pub fn rename_noreplace(&self, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Result<()> {
-        nix::fcntl::renameat2(
-            &self.fd,
-            from,
-            &to_dir.fd,
-            to,
-            RenameFlags::RENAME_NOREPLACE,
-        )
-        .map_err(io::Error::from)
+        let flags = RenameFlags::RENAME_NOREPLACE;
+        match nix::fcntl::renameat2(&self.fd, from, &to_dir.fd, to, flags) {
+            Err(Errno::EINVAL | Errno::ENOSYS) => {
+                nix::unistd::linkat(&self.fd, from, &to_dir.fd, to, AtFlags::empty())?;
+                let _ = self.remove_file(from);
+                Ok(())
+            }
+            other => other.map_err(io::Error::from),
+        }
     }
 
     pub fn remove_file(&self, name: &OsStr) -> io::Result<()> {
