@@ -165,25 +165,40 @@ mod tests {
 
     #[test]
     fn a_copy_is_known_by_content_and_another_file_is_not() {
+        use std::os::unix::fs::PermissionsExt;
+        // Programs of the test's own (a Nix build has no /usr/bin).
         let tmp = tempfile::tempdir().unwrap();
-        let known = known(["touch", "/no/such", "a/b"], None);
-        assert!(known.iter().any(|k| k.name == "touch"), "{known:?}");
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let program = |name: &str, content: &[u8]| {
+            let path = bin.join(name);
+            std::fs::write(&path, content).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path
+        };
+        let denied = program("denied", b"\x7fELF the denied program");
+        program("same-size", b"\x7fELF another program!!!");
+        let known = known(["denied", "/no/such", "a/b"], bin.to_str());
+        assert_eq!(known.len(), 1, "{known:?}");
         let ids = Identities::new(known);
         let copy = tmp.path().join("mytool");
-        std::fs::copy("/usr/bin/touch", &copy).unwrap();
+        std::fs::copy(&denied, &copy).unwrap();
         assert_eq!(
             ids.of(&File::open(&copy).unwrap()).as_deref(),
-            Some("touch")
+            Some("denied")
         );
         // Cached, and still right.
         assert_eq!(
             ids.of(&File::open(&copy).unwrap()).as_deref(),
-            Some("touch")
+            Some("denied")
         );
-        let other = tmp.path().join("other");
-        std::fs::copy("/usr/bin/true", &other).unwrap();
+        // Same size, other content: hashed, not known.
+        let other = bin.join("same-size");
         assert_eq!(ids.of(&File::open(&other).unwrap()), None);
-        let itself = File::open("/usr/bin/touch").unwrap();
-        assert_eq!(ids.of(&itself).as_deref(), Some("touch"));
+        // The program itself, by inode.
+        assert_eq!(
+            ids.of(&File::open(&denied).unwrap()).as_deref(),
+            Some("denied")
+        );
     }
 }
