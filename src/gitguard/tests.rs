@@ -15,6 +15,14 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .output()
         .expect("git runs");
     assert!(out.status.success(), "git {args:?}: {out:?}");
+    if args.first() == Some(&"init") {
+        // A git without its templates (a Nix build's) makes no hooks directory.
+        let repo = match args.last() {
+            Some(a) if !a.starts_with('-') && args.len() > 1 => dir.join(a),
+            _ => dir.to_path_buf(),
+        };
+        let _ = std::fs::create_dir_all(repo.join(".git/hooks"));
+    }
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
