@@ -236,6 +236,12 @@ impl Env {
             // The sessions' namespaces are made by a process outside the fences (a
             // Landlock domain may not mount), started now.
             super::spaces::start_factory();
+            if let Some(s) = &mut sandbox {
+                // Each session's mount namespace gets a devpts instance of its own (the
+                // machine's other terminals out of reach), which only a rule on /dev
+                // reaches in the server's layer.
+                s.server_devices = true;
+            }
             match super::spaces::ShmPool::create(self.private.root(), sessions.max(1)) {
                 Ok(pool) => {
                     if let Some(s) = &mut sandbox {

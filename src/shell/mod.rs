@@ -9,6 +9,7 @@ pub mod limits;
 pub mod spawn;
 pub mod supervisor;
 pub mod task;
+pub mod terminal;
 pub mod zygote;
 
 pub use spawn::Mode;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
-use portable_pty::{CommandBuilder, MasterPty, PtySize};
+use portable_pty::{CommandBuilder, PtySize};
 use serde::Serialize;
 
 use super::supervisor;
@@ -60,10 +60,9 @@ pub enum Input {
     Pipe(std::io::PipeWriter),
     Pty {
         writer: Box<dyn Write + Send>,
-        // Kept so the terminal stays open; the child handle is kept unused (the task
-        // reaps the supervisor with waitpid).
-        _master: Box<dyn MasterPty + Send>,
-        _child: Box<dyn portable_pty::Child + Send + Sync>,
+        // Kept so the terminal stays open (the master, and the child handle, unused:
+        // the task reaps the supervisor with waitpid).
+        _terminal: Box<dyn std::any::Any + Send>,
     },
 }
 
@@ -183,6 +182,27 @@ fn start_here(spec: Spec, setup: Option<&TaskSetup>) -> std::io::Result<Started>
             })
         }
         Mode::Pty => {
+            if let Some(join) = &spec.join {
+                match super::terminal::open_in_session(join, spec.rows, spec.cols) {
+                    Ok(terminal) => {
+                        let child = super::terminal::spawn_on(
+                            &terminal, &exe, &args, &spec.env, &spec.cwd,
+                        )?;
+                        let master = terminal.master;
+                        return Ok(Started {
+                            pid: child.id() as i32,
+                            output: Box::new(std::fs::File::from(master.try_clone()?)),
+                            input: Input::Pty {
+                                writer: Box::new(std::fs::File::from(master)),
+                                _terminal: Box::new(child),
+                            },
+                        });
+                    }
+                    // The task still runs, on a terminal of the machine's (which has no
+                    // name inside the session): said in the server's log.
+                    Err(e) => tracing::warn!("{e}; the task's terminal is the machine's"),
+                }
+            }
             let pair = portable_pty::native_pty_system()
                 .openpty(PtySize {
                     rows: spec.rows,
@@ -220,8 +240,7 @@ fn start_here(spec: Spec, setup: Option<&TaskSetup>) -> std::io::Result<Started>
                 output,
                 input: Input::Pty {
                     writer,
-                    _master: pair.master,
-                    _child: child,
+                    _terminal: Box::new((pair.master, child)),
                 },
             })
         }

@@ -407,20 +407,23 @@ fn prepare_limits(spec: &OsString) -> crate::guard::limits::ChildSetup {
 /// The session's namespaces, before the task's Landlock layer (which is then built
 /// inside them: its `/dev/shm` is the session's).
 fn join_session(spec: &OsString, server: i32) {
-    let fail = |why: String| -> ! {
+    if let Err(why) = join_namespaces(spec, server) {
         eprintln!(
             "whalebox: the session's namespaces could not be joined: {why}; not running the command"
         );
         std::process::exit(126);
-    };
-    let join: Join = match spec
+    }
+}
+
+/// Join the namespaces of the session whose `--join` value is `spec`, asked of the
+/// server (pid `server`) on the session's socket. Call it single-threaded: a mount
+/// namespace cannot be joined by a thread that shares its file system view.
+pub(crate) fn join_namespaces(spec: &OsString, server: i32) -> Result<(), String> {
+    let join: Join = spec
         .to_str()
         .ok_or_else(|| "not UTF-8".to_string())
         .and_then(|s| serde_json::from_str(s).map_err(|e| e.to_string()))
-    {
-        Ok(j) => j,
-        Err(e) => fail(format!("a bad {JOIN_FLAG} value ({e})")),
-    };
+        .map_err(|e| format!("a bad {JOIN_FLAG} value ({e})"))?;
     let namespaces = std::os::unix::net::UnixStream::connect(&join.socket)
         .map_err(|e| {
             format!(
@@ -446,10 +449,7 @@ fn join_session(spec: &OsString, server: i32) {
             crate::guard::spaces::receive_namespaces(&conn)
         })
         .and_then(|n| crate::guard::spaces::verify(&n, &join.expect).map(|()| n));
-    match namespaces.and_then(|n| crate::guard::spaces::join(&n)) {
-        Ok(()) => {}
-        Err(e) => fail(e),
-    }
+    namespaces.and_then(|n| crate::guard::spaces::join(&n))
 }
 
 /// The task's own Landlock layer, on top of whatever the server has: the same paths,

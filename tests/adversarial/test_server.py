@@ -186,3 +186,49 @@ async def test_a_task_cannot_reach_the_machines_unix_sockets(wl, config, user):
         await wl.run("machine_unix_socket", config, user, steps, programs=["/usr/bin/python3"])
     finally:
         service.close()
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_a_task_cannot_reach_another_terminal(wl, config, user):
+    """The person's terminal (a pty this test opens, as a terminal emulator would, made
+    the user's): a task writes to `/dev/pts/N` (what the person would see) and reads from
+    it (what the person types). Bare, the line reaches the terminal. Fenced, the session's
+    own devpts instance covers /dev/pts: nothing reaches it; the terminals a task opens
+    itself (a pty for a test, `script`) still work, and a PTY call's own terminal is named
+    in it."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    name = os.ttyname(slave)
+
+    def heard() -> bytes:
+        got = b""
+        while select.select([master], [], [], 0.2)[0]:
+            try:
+                got += os.read(master, 4096)
+            except OSError:
+                break
+        return got
+
+    async def steps(t):
+        if user != "root":
+            os.chown(name, t.user.uid, -1)
+        r = await t.sh(f"echo wb-reached-the-terminal > {name}", ok=False)
+        got = heard()
+        if t.fenced:
+            check(r, b"wb-reached" not in got, f"a task wrote to another terminal {name}")
+            own = await t.sh("python3 -c 'import os; m, s = os.openpty(); os.write(s, b\"in-own-pty\\n\"); "
+                             "print(os.read(m, 64).decode().strip(), os.ttyname(s))'", ok=False)
+            check(own, "in-own-pty" in own.text, "a task could not open and use a terminal of its own")
+            # A PTY call's own terminal has a name the task can open (`tty`, GPG_TTY).
+            env = await t.call("shell_run", {"command": 'tty && test -c "$(tty)" && echo own-tty-ok',
+                                             "mode": "pty"})
+            check(own, "own-tty-ok" in env.get("text", ""), f"a PTY task's own terminal has no name: {env}")
+        else:
+            check(r, b"wb-reached" in got, "bare, the line should reach the terminal (the probe is broken)")
+
+    try:
+        await wl.run("another_terminal", config, user, steps, programs=["/usr/bin/python3"])
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -317,6 +317,9 @@ fn main() -> ExitCode {
             whalebox::shell::supervisor::main(argv.collect())
         }
         Some(whalebox::shell::zygote::SUBCOMMAND) => whalebox::shell::zygote::main(argv.collect()),
+        Some(whalebox::shell::terminal::SUBCOMMAND) => {
+            whalebox::shell::terminal::main(argv.collect())
+        }
         Some(whalebox::net::netns::PROBE_SUBCOMMAND) => whalebox::net::netns::probe_main(),
         Some(whalebox::guard::spaces::SUBCOMMAND) => whalebox::guard::spaces::main(argv.collect()),
         _ => {}

@@ -333,6 +333,7 @@ mod tests {
             server_private: vec![],
             server_read: vec![],
             server_rmdir: vec![],
+            server_devices: false,
             bind: vec![],
             proxy_port: None,
             task_connect: Vec::new(),

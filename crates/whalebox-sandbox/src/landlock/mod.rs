@@ -65,6 +65,15 @@ pub struct Sandbox {
     /// [`Extras::server_rmdir`]).
     #[serde(default)]
     pub server_rmdir: Vec<PathBuf>,
+    /// Whether the server's own layer grants the device files under `/dev` (read, write,
+    /// ioctl, listing; nothing made, removed or run) rather than [`DEVICES`] alone: set when sessions
+    /// get a devpts instance of their own over `/dev/pts` (see `spaces`), whose
+    /// terminals no rule on the machine's `/dev/pts` or `/dev/ptmx` reaches (Landlock
+    /// skips a covered mount point when it walks up a path; `/dev` is the nearest
+    /// directory it checks). The task's layer, added inside the session's namespaces,
+    /// still names the devices one by one, its own `/dev/pts` included.
+    #[serde(default)]
+    pub server_devices: bool,
     pub bind: Vec<u16>,
     /// More ports the server's own layer may bind under `network = "deny"` (see
     /// [`Extras::server_bind`]).
@@ -392,6 +401,7 @@ impl Sandbox {
             server_private,
             server_read: extras.server_read.clone(),
             server_rmdir: extras.server_rmdir.clone(),
+            server_devices: false,
             bind: l.bind.clone(),
             server_bind: extras.server_bind.clone(),
             proxy_port: None,
@@ -606,6 +616,18 @@ impl Sandbox {
                 created = created
                     .add_rule(PathBeneath::new(fd, access))
                     .map_err(|e| format!("cannot fence {}: {e}", path.display()))?;
+            }
+            if self.server_devices
+                && let Ok(fd) = PathFd::new("/dev")
+            {
+                let access = AccessFs::ReadFile
+                    | AccessFs::WriteFile
+                    | AccessFs::Truncate
+                    | AccessFs::IoctlDev
+                    | AccessFs::ReadDir;
+                created = created
+                    .add_rule(PathBeneath::new(fd, access))
+                    .map_err(|e| format!("cannot fence /dev: {e}"))?;
             }
             for path in &self.server_rmdir {
                 let Ok(fd) = PathFd::new(path) else { continue };

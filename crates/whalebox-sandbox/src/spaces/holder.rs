@@ -291,6 +291,9 @@ fn make(wanted: &Wanted) -> (Made, Vec<String>) {
             Ok(()) => {
                 made.mount = true;
                 why_not.extend(hide_sockets(&wanted.hide));
+                if let Err(e) = private_terminals() {
+                    why_not.push(format!("/dev/pts: {e}"));
+                }
             }
             Err(e) => why_not.push(format!("/dev/shm: {e}")),
         }
@@ -298,6 +301,43 @@ fn make(wanted: &Wanted) -> (Made, Vec<String>) {
         why_not.push("/dev/shm: no mount namespace (see above)".into());
     }
     (made, why_not)
+}
+
+/// In the new mount namespace: a devpts instance of the session's own over `/dev/pts`,
+/// and its `ptmx` over `/dev/ptmx`, so the machine's other terminals (the person's
+/// included) are out of a task's sight and reach, while the terminals a task opens
+/// (`script`, `expect`, a test's pty) work. A task's own terminal is the descriptor
+/// its supervisor was given; `/dev/tty` reaches it through the kernel, not a name.
+fn private_terminals() -> Result<(), String> {
+    let none: Option<&str> = None;
+    if !std::path::Path::new("/dev/pts").is_dir() {
+        return Err("this machine has no /dev/pts directory to cover".into());
+    }
+    let devpts = |options: &str| {
+        mount(
+            Some("devpts"),
+            "/dev/pts",
+            Some("devpts"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+            Some(options),
+        )
+    };
+    // Terminals in group tty, as on the machine; a user namespace that maps no tty
+    // group (an unprivileged server's) makes them in the opener's group instead.
+    devpts("newinstance,ptmxmode=0666,mode=0620,gid=5")
+        .or_else(|_| devpts("newinstance,ptmxmode=0666,mode=0620"))
+        .map_err(|e| format!("mounting a devpts instance of the session's own: {e}"))?;
+    if std::path::Path::new("/dev/ptmx").exists() {
+        mount(
+            Some("/dev/pts/ptmx"),
+            "/dev/ptmx",
+            none,
+            MsFlags::MS_BIND,
+            none,
+        )
+        .map_err(|e| format!("binding the session's ptmx over /dev/ptmx: {e}"))?;
+    }
+    Ok(())
 }
 
 /// In the new mount namespace: `/dev/null` over each of the machine's listening unix
