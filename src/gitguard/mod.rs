@@ -17,10 +17,12 @@
 //! check; git is run only when one of them changed.
 //!
 //! Repositories looked at: the workspace's own (its `.git` directory, a `.git` file or
-//! link that resolves inside the workspace, or the verified linked worktree's), and those
-//! one directory down (`git init sub`, `git clone URL sub`); for each, `config`,
-//! `config.worktree`, the common directory's (`commondir`) config and hooks, the
-//! `core.hooksPath` directory it had at start, and its submodules' (`modules/*`).
+//! link that resolves inside the workspace, or the verified linked worktree's), those
+//! one directory down (`git init sub`, `git clone URL sub`) and deeper ones there at
+//! start (one walk); for each, `config`, `config.worktree`, the common directory's
+//! (`commondir`) config and hooks, the `core.hooksPath` directory it had at start, the
+//! files its start-time includes name inside the workspace, and its submodules'
+//! (`modules/*`).
 
 mod copy;
 pub mod files;
@@ -37,7 +39,7 @@ use copy::Copy;
 pub use copy::find_git;
 use files::{Id, Loc};
 use nix::sys::stat::SFlag;
-use places::{Places, normal_rel, repo_of};
+use places::{Named, Places, normal_rel, repo_of};
 pub use report::{Quarantined, Report, Undone};
 
 /// What the guard is told at start.
@@ -65,10 +67,12 @@ struct Baseline {
     parsed: BTreeMap<PathBuf, Vec<(String, String)>>,
     /// Hook (or hooks directory that is a link) → its state at start.
     hooks: BTreeMap<PathBuf, Id>,
-    /// Repository (worktree directory, relative to the workspace) → the `core.hooksPath`
-    /// directory (relative to the workspace) it had at start.
-    hooks_paths: BTreeMap<PathBuf, PathBuf>,
+    /// Where the start's configuration and workspace say to look besides the usual.
+    named: Named,
 }
+
+/// How many included files the guard follows (git itself stops at 10 levels).
+const MAX_INCLUDES: usize = 64;
 
 #[derive(Debug, Default)]
 struct State {
@@ -95,10 +99,16 @@ impl GitGuard {
             settings,
             state: Mutex::new(State::default()),
         };
-        let places = guard.places(&BTreeMap::new());
         let mut base = Baseline::default();
+        base.named.deep_repos = guard.deep_repos();
+        let places = guard.places(&base.named);
         let mut clean = BTreeMap::new();
-        for loc in &places.configs {
+        // The repositories' config files, then each file they include (and those include).
+        let mut configs = places.configs;
+        let mut next = 0;
+        while let Some(loc) = configs.get(next).cloned() {
+            next += 1;
+            let loc = &loc;
             // A file as it was at start is never undone (nor parsed) while it stays so.
             if let Ok(Some(id)) = loc.stat() {
                 clean.insert(loc.shown.clone(), id);
@@ -106,14 +116,22 @@ impl GitGuard {
             let Ok(Some((bytes, _))) = loc.read() else {
                 continue;
             };
-            // Only a file that may name a hooks directory is parsed now.
-            if bytes
-                .to_ascii_lowercase()
-                .windows(9)
-                .any(|w| w == b"hookspath")
+            // Only a file that may name a hooks directory or include another is parsed now.
+            let lower = bytes.to_ascii_lowercase();
+            let names = |word: &[u8]| lower.windows(word.len()).any(|w| w == word);
+            if (names(b"hookspath") || names(b"include"))
                 && let Ok(entries) = guard.exec_entries(&bytes)
             {
                 for (k, v) in &entries {
+                    if (keys::matches("include.path", k) || keys::matches("includeif.*.path", k))
+                        && base.named.includes.len() < MAX_INCLUDES
+                        && let Some(rel) = guard.included(&loc.shown, v)
+                        && base.named.includes.insert(rel.clone())
+                        && let Some(file) = guard.workspace_loc().map(|ws| ws.join(&rel))
+                        && !configs.iter().any(|c| c.shown == file.shown)
+                    {
+                        configs.push(file);
+                    }
                     if keys::normal(k) == "core.hookspath" {
                         // Relative to the worktree: the repository's directory in the workspace.
                         let repo = repo_of(&loc.rel);
@@ -123,7 +141,7 @@ impl GitGuard {
                             Err(_) => normal_rel(&repo.join(named)),
                         };
                         if let Some(dir) = dir {
-                            base.hooks_paths.insert(repo, dir);
+                            base.named.hooks_paths.insert(repo, dir);
                         }
                     }
                 }
@@ -131,7 +149,7 @@ impl GitGuard {
             }
             base.configs.insert(loc.shown.clone(), bytes);
         }
-        let places = guard.places(&base.hooks_paths);
+        let places = guard.places(&base.named);
         for dir in &places.hook_dirs {
             for (hook, id) in guard.hooks(dir) {
                 base.hooks.insert(hook.shown, id);
@@ -153,7 +171,7 @@ impl GitGuard {
             return;
         };
         let started = std::time::Instant::now();
-        let places = self.places(&st.base.hooks_paths);
+        let places = self.places(&st.base.named);
         let print = self.fingerprint(&places);
         if st.print.as_ref() == Some(&print) {
             tracing::debug!(
@@ -165,7 +183,7 @@ impl GitGuard {
         let st = &mut *st;
         let report = self.undo(&mut st.base, &places, &mut st.clean);
         // What the undo left is the new normal for the fast path.
-        st.print = Some(self.fingerprint(&self.places(&st.base.hooks_paths)));
+        st.print = Some(self.fingerprint(&self.places(&st.base.named)));
         tracing::debug!(
             elapsed_us = started.elapsed().as_micros() as u64,
             "git guard: compared"

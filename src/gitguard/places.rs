@@ -6,10 +6,51 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use nix::sys::stat::SFlag;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{SFlag, fstatat};
 
 use super::GitGuard;
 use super::files::{Id, Loc, open_dir};
+use crate::guard::beneath::open_beneath;
+
+/// How many directories the start's walk for deeper repositories lists at most.
+const MAX_WALKED_DIRS: usize = 20_000;
+
+/// Directories of generated trees the walk does not enter: the person runs no git in a
+/// package cache or a build's output, and they hold most directories of a big workspace
+/// (the walk then costs a few milliseconds per session, not a few hundred).
+const GENERATED: &[&str] = &[
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".gradle",
+    ".cache",
+    ".direnv",
+    ".next",
+];
+
+/// What the start named besides the usual places (kept in the baseline).
+#[derive(Debug, Default)]
+pub(super) struct Named {
+    /// Repository (worktree directory, relative to the workspace) → the `core.hooksPath`
+    /// directory (relative to the workspace) it had at start.
+    pub(super) hooks_paths: BTreeMap<PathBuf, PathBuf>,
+    /// Files inside the workspace (relative to it) that start-time `include.path` or
+    /// `includeIf.*.path` entries name: git reads them as part of the configuration, so
+    /// they are guarded like config files (a task may write them, existing or not).
+    pub(super) includes: BTreeSet<PathBuf>,
+    /// Repositories deeper than one directory found at start (the person's own clones
+    /// in `vendor/lib`, `packages/x/y`), relative to the workspace.
+    pub(super) deep_repos: BTreeSet<PathBuf>,
+}
 
 /// Where to look in one repository.
 #[derive(Debug, Default)]
@@ -20,15 +61,10 @@ pub(super) struct Places {
 
 impl GitGuard {
     /// The repositories' config files and hooks directories, found now.
-    pub(super) fn places(&self, hooks_paths: &BTreeMap<PathBuf, PathBuf>) -> Places {
+    pub(super) fn places(&self, named: &Named) -> Places {
         let mut places = Places::default();
-        let Ok(ws) = open_dir(&self.settings.workspace) else {
+        let Some(root) = self.workspace_loc() else {
             return places;
-        };
-        let root = Loc {
-            base: ws,
-            rel: PathBuf::new(),
-            shown: self.settings.workspace.clone(),
         };
         let mut repos = vec![PathBuf::new()];
         if let Ok(entries) = root.list() {
@@ -39,16 +75,104 @@ impl GitGuard {
                     .map(|(n, _)| PathBuf::from(n)),
             );
         }
+        repos.extend(named.deep_repos.iter().cloned());
         let mut seen = BTreeSet::new();
         for repo in repos {
             for git_dir in self.git_dirs(&root, &repo) {
                 self.repository(&root, &git_dir, &mut places, &mut seen);
             }
-            if let Some(dir) = hooks_paths.get(&repo) {
+            if let Some(dir) = named.hooks_paths.get(&repo) {
                 places.hook_dirs.push(root.join(dir));
             }
         }
+        for rel in &named.includes {
+            let file = root.join(rel);
+            if !places.configs.iter().any(|c| c.shown == file.shown) {
+                places.configs.push(file);
+            }
+        }
         places
+    }
+
+    /// Repositories deeper than one directory (`a/b` with an `a/b/.git`), found by a
+    /// breadth-first walk of the workspace that follows no link and enters no `.git` nor
+    /// [`GENERATED`] tree, listing at most [`MAX_WALKED_DIRS`] directories (the
+    /// shallowest first).
+    pub(super) fn deep_repos(&self) -> BTreeSet<PathBuf> {
+        use nix::dir::Type;
+        let mut found = BTreeSet::new();
+        let Ok(ws) = open_dir(&self.settings.workspace) else {
+            return found;
+        };
+        let mut queue = std::collections::VecDeque::from([PathBuf::new()]);
+        let mut listed = 0;
+        while let Some(dir) = queue.pop_front() {
+            if listed == MAX_WALKED_DIRS {
+                tracing::info!(
+                    "git guard: stopped looking for repositories after {MAX_WALKED_DIRS} directories"
+                );
+                break;
+            }
+            listed += 1;
+            let Ok(fd) = open_beneath(&*ws, &dir, OFlag::O_DIRECTORY | OFlag::O_RDONLY) else {
+                continue;
+            };
+            let Ok(mut entries) = nix::dir::Dir::from_fd(fd) else {
+                continue;
+            };
+            let raw = entries.as_raw_fd();
+            for entry in entries.iter().flatten() {
+                let name = entry.file_name().to_bytes();
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                if name == b".git" {
+                    if dir.components().count() >= 2 {
+                        found.insert(dir.clone());
+                    }
+                    continue;
+                }
+                // The kernel's type, or a stat that follows no link where it gave none.
+                let is_dir = match entry.file_type() {
+                    Some(kind) => kind == Type::Directory,
+                    None => {
+                        // SAFETY: `raw` stays open while `entries` lives (this loop).
+                        let parent = unsafe { BorrowedFd::borrow_raw(raw) };
+                        fstatat(parent, entry.file_name(), AtFlags::AT_SYMLINK_NOFOLLOW).is_ok_and(
+                            |st| {
+                                SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits())
+                                    == SFlag::S_IFDIR
+                            },
+                        )
+                    }
+                };
+                if is_dir && !GENERATED.iter().any(|g| g.as_bytes() == name) {
+                    queue.push_back(dir.join(std::ffi::OsStr::from_bytes(name)));
+                }
+            }
+        }
+        found
+    }
+
+    /// The workspace, held open.
+    pub(super) fn workspace_loc(&self) -> Option<Loc> {
+        open_dir(&self.settings.workspace).ok().map(|ws| Loc {
+            base: ws,
+            rel: PathBuf::new(),
+            shown: self.settings.workspace.clone(),
+        })
+    }
+
+    /// The file an include entry of `config` names, relative to the workspace, when it
+    /// lies inside (git reads `~/` from HOME and a relative path from the including
+    /// file's directory).
+    pub(super) fn included(&self, config: &Path, value: &str) -> Option<PathBuf> {
+        let named = match value.strip_prefix("~/") {
+            Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
+            None => config.parent()?.join(value),
+        };
+        let abs = crate::guard::normalize(&named);
+        normal_rel(abs.strip_prefix(&self.settings.workspace).ok()?)
     }
 
     /// The git directory a repository's `.git` names, when whalebox can open it safely:

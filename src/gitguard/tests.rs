@@ -431,3 +431,100 @@ fn clone_submodule_and_worktree_leave_nothing_to_undo() {
     let r = g.take();
     assert!(r.is_empty(), "{r:?}");
 }
+
+/// A file the repository's configuration included at start (`include.path`, relative
+/// to the including file) is configuration too: git runs an fsmonitor a task writes
+/// there, so the guard undoes it as in `.git/config` itself.
+#[test]
+fn an_included_config_file_is_guarded_like_the_config() {
+    let f = fixture();
+    git(&f.ws, &["init", "-q"]);
+    git(&f.ws, &["config", "include.path", "../project.gitconfig"]);
+    git(
+        &f.ws,
+        &["config", "includeIf.onbranch:*.path", "../later.gitconfig"],
+    );
+    std::fs::write(f.ws.join("project.gitconfig"), "[user]\n\tname = t\n").unwrap();
+    let g = f.guard(&[]);
+    let plant = |file: &str| {
+        let out = Command::new("git")
+            .args(["config", "--file", file, "core.fsmonitor", "sh -c evil"])
+            .current_dir(&f.ws)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    plant("project.gitconfig");
+    // Not there at start: the include still names it.
+    plant("later.gitconfig");
+    // Without the guard git would run it: the include is followed.
+    let seen = git(&f.ws, &["config", "--get-all", "core.fsmonitor"]);
+    assert!(seen.contains("sh -c evil"), "{seen}");
+    g.check();
+    let r = g.take();
+    assert!(r.failed.is_empty(), "{r:?}");
+    let files: BTreeSet<String> = r
+        .config
+        .iter()
+        .map(|u| {
+            format!(
+                "{} {}",
+                u.file.file_name().unwrap().to_string_lossy(),
+                u.key
+            )
+        })
+        .collect();
+    assert_eq!(
+        files,
+        BTreeSet::from([
+            "later.gitconfig core.fsmonitor".to_string(),
+            "project.gitconfig core.fsmonitor".to_string()
+        ]),
+        "{r:?}"
+    );
+    let out = Command::new("git")
+        .args(["config", "--get-all", "core.fsmonitor"])
+        .current_dir(&f.ws)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "still set: {out:?}");
+    assert!(
+        std::fs::read_to_string(f.ws.join("project.gitconfig"))
+            .unwrap()
+            .contains("name = t"),
+        "the rest of the file is kept"
+    );
+}
+
+/// A repository deeper than one directory that was there at start (the person's clone
+/// in `vendor/lib`) is guarded; the walk that finds it follows no link.
+#[test]
+fn a_deeper_repository_of_the_start_is_guarded() {
+    let f = fixture();
+    std::fs::create_dir_all(f.ws.join("vendor/lib")).unwrap();
+    git(&f.ws.join("vendor/lib"), &["init", "-q"]);
+    let outside = f.ws.parent().unwrap().join("outside");
+    std::fs::create_dir_all(outside.join("repo")).unwrap();
+    git(&outside.join("repo"), &["init", "-q"]);
+    std::os::unix::fs::symlink(&outside, f.ws.join("vendor/link")).unwrap();
+    let g = f.guard(&[]);
+    let deep = f.ws.join("vendor/lib");
+    git(&deep, &["config", "core.fsmonitor", "sh -c evil"]);
+    git(
+        &outside.join("repo"),
+        &["config", "core.fsmonitor", "sh -c theirs"],
+    );
+    g.check();
+    let r = g.take();
+    assert!(r.failed.is_empty(), "{r:?}");
+    let files: Vec<&Path> = r.config.iter().map(|u| u.file.as_path()).collect();
+    assert_eq!(files, [deep.join(".git/config").as_path()], "{r:?}");
+    assert_eq!(config(&deep, "core.fsmonitor"), None);
+    assert_eq!(
+        config(&outside.join("repo"), "core.fsmonitor").as_deref(),
+        Some("sh -c theirs"),
+        "a repository behind a link is not the workspace's"
+    );
+}

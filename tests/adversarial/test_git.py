@@ -147,3 +147,46 @@ async def test_allow_exec_config_true_keeps_them(wl, user):
 
     await wl.run("git_allowed", "default", user, steps,
                  needs=Needs(profile={"git": {"allow_exec_config": True}}))
+
+
+def person_repos(place):
+    """What the person had before the session: the workspace's repository, whose config
+    includes `team.gitconfig` (a file of the workspace), and their own clone two
+    directories down, `vendor/lib`."""
+    def run(*args, cwd):
+        subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=cwd, check=True, capture_output=True, env=place.env() | IDENTITY)
+    run("init", "-q", ".", cwd=place.ws)
+    run("config", "include.path", "../team.gitconfig", cwd=place.ws)
+    (place.ws / "team.gitconfig").write_text("[user]\n\tname = team\n")
+    (place.ws / "vendor/lib").mkdir(parents=True)
+    run("init", "-q", ".", cwd=place.ws / "vendor/lib")
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_included_config_and_deeper_repositories_are_guarded(wl, config, user):
+    """A task plants `core.fsmonitor` in a file the workspace repository's configuration
+    includes (`include.path`), and in the person's clone two directories down. Bare, the
+    person's `git status` in each runs it; fenced, neither runs and both are named."""
+    async def steps(t):
+        out = t.place.outside
+        included, deep = out / "included-ran", out / "deep-ran"
+        r = await t.sh(
+            f"git config --file team.gitconfig core.fsmonitor \"sh -c 'touch {included}'\" && "
+            f"git -C vendor/lib config core.fsmonitor \"sh -c 'touch {deep}'\"",
+            why="writing the workspace's files must work")
+        person_git(t, ["status"])
+        person_git(t, ["status"], cwd=t.ws / "vendor/lib")
+        ran = [p.name for p in (included, deep) if p.exists()]
+        if not t.fenced:
+            check(r, ran == ["included-ran", "deep-ran"],
+                  f"bare, the person's git should run both planted programs (the probe is broken): ran {ran}")
+            return
+        check(r, not ran, f"the person's git ran programs a task planted: {ran}")
+        undone = (r.data or {}).get("git_undone") or {}
+        files = sorted(str(u["file"]) for u in undone.get("config", []))
+        check(r, files == sorted([str(t.ws / "team.gitconfig"), str(t.ws / "vendor/lib/.git/config")]),
+              f"data.git_undone.config should name both files: {undone}")
+        team = (t.ws / "team.gitconfig").read_text()
+        check(r, "name = team" in team, f"the rest of the included file was lost: {team!r}")
+
+    await wl.run("git_included_and_deep", config, user, steps, setup=person_repos)
