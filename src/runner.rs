@@ -133,6 +133,10 @@ pub fn run(env: &Env, what: What) -> Result<i32, String> {
         args.push(supervisor::JOIN_FLAG.into());
         args.push(join.into());
     }
+    if env.profile.shell.user_namespaces.allowed() {
+        args.push(supervisor::USER_NAMESPACES_FLAG.into());
+        args.push("1".into());
+    }
     if let Some((_, net)) = &network {
         if net.landlock_fence {
             args.push(supervisor::SOCKET_FILTER_FLAG.into());

@@ -29,7 +29,7 @@ pub use git::{AllowExecConfig, GitSection, MainWorktree};
 pub use mcp_servers::McpServerSection;
 pub use network::NetworkSection;
 pub use output::{ClientLimits, EditSection, OutputSection};
-pub use shell::{ExecBoundary, ExecGate, ShellSection};
+pub use shell::{ExecBoundary, ExecGate, ShellSection, UserNamespaces};
 
 /// The embedded default profile, used when no `--profile` is given.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");

@@ -48,6 +48,12 @@ pub struct ShellSection {
     /// the exec. Off: ptrace fails inside a task with EPERM, and every allowed exec is
     /// verified.
     pub debuggers: bool,
+    /// Whether a task may make user namespaces (`unshare -U`, rootless podman, bwrap,
+    /// Chromium's sandbox). deny (default, as Docker): `unshare` and `clone` with
+    /// CLONE_NEWUSER and `setns` fail with EPERM, `clone3` with ENOSYS. A user namespace
+    /// gives its maker CAP_NET_ADMIN and CAP_SYS_ADMIN over the namespaces it makes: the
+    /// door to most kernel exploits of recent years.
+    pub user_namespaces: UserNamespaces,
     /// Who settles an `ask` when no person can answer.
     pub on_ask: crate::boundary::OnAsk,
     /// JSONL audit log of every exec decision.
@@ -72,6 +78,24 @@ pub enum ExecBoundary {
     BestEffort,
     /// The plain shell, no exec policy.
     Off,
+}
+
+/// `[shell] user_namespaces`: whether a task may make and enter user namespaces (see
+/// `guard::machine`).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum UserNamespaces {
+    /// Refused: `unshare`/`clone` with CLONE_NEWUSER and `setns` (EPERM), `clone3` (ENOSYS).
+    #[default]
+    Deny,
+    /// Let through, for rootless containers and sandboxes a task starts.
+    Allow,
+}
+
+impl UserNamespaces {
+    pub fn allowed(self) -> bool {
+        self == UserNamespaces::Allow
+    }
 }
 
 /// How the kernel exec gate takes each exec (see `boundary::kernel`).
@@ -104,6 +128,7 @@ impl Default for ShellSection {
             exec_boundary: ExecBoundary::default(),
             exec_gate: ExecGate::default(),
             debuggers: false,
+            user_namespaces: UserNamespaces::default(),
             on_ask: Default::default(),
             audit_log: None,
             approvals_file: None,

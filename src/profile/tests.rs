@@ -210,3 +210,21 @@ fn allow_exec_config_takes_true_or_keys_and_warns_of_a_key_that_runs_nothing() {
     assert!(!p.git.allow_exec_config.all() && p.git.allow_exec_config.keys().is_empty());
     assert!(parse("[git]\nallow_exec_config = \"core.pager\"\n", dir.path()).is_err());
 }
+
+#[test]
+fn user_namespaces_are_denied_by_default_and_take_deny_or_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = parse("", dir.path()).unwrap();
+    assert_eq!(p.shell.user_namespaces, UserNamespaces::Deny);
+    let p = parse("[shell]\nuser_namespaces = \"allow\"\n", dir.path()).unwrap();
+    assert!(p.shell.user_namespaces.allowed());
+    let msg = parse("[shell]\nuser_namespaces = \"yes\"\n", dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("whalebox.toml:2:"), "{msg}");
+    assert!(msg.contains("`deny`") && msg.contains("`allow`"), "{msg}");
+    let msg = parse("[shell]\nuser_namespaces = true\n", dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("whalebox.toml:2:"), "{msg}");
+}

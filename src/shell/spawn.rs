@@ -46,6 +46,8 @@ pub struct Spec {
     pub socket_filter: bool,
     /// The task's resource limits (None: the server's own, as for an upstream server).
     pub limits: Option<TaskLimits>,
+    /// The task may make user namespaces (`[shell] user_namespaces = "allow"`).
+    pub user_namespaces: bool,
 }
 
 /// The resource limits of a task, and whether it gets a cgroup where one can be made.
@@ -136,6 +138,10 @@ fn supervisor_argv(
     }
     if spec.socket_filter {
         args.push(supervisor::SOCKET_FILTER_FLAG.into());
+        args.push("1".into());
+    }
+    if spec.user_namespaces {
+        args.push(supervisor::USER_NAMESPACES_FLAG.into());
         args.push("1".into());
     }
     if let Some(setup) = setup {

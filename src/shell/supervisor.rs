@@ -42,6 +42,10 @@ pub const EXEC_GATE_KNOWN_FLAG: &str = "--exec-gate-known";
 /// `--debuggers 1`: the task's programs may trace each other (`[shell] debuggers`).
 pub const DEBUGGERS_FLAG: &str = "--debuggers";
 
+/// `--user-namespaces 1`: the task may make and enter user namespaces (`[shell]
+/// user_namespaces = "allow"`); absent, its deny list refuses them (`guard::machine`).
+pub const USER_NAMESPACES_FLAG: &str = "--user-namespaces";
+
 /// The kernel exec gate for one task, as the supervisor's options.
 #[derive(Debug, Clone)]
 pub struct KernelGate {
@@ -160,6 +164,9 @@ pub fn main(args: Vec<OsString>) -> ! {
         };
     let socket_filter = option(SOCKET_FILTER_FLAG).is_some();
     let limits = option(LIMITS_FLAG);
+    let machine = crate::guard::machine::Options {
+        user_namespaces: option(USER_NAMESPACES_FLAG).is_some(),
+    };
     let (Some(server), Some((shell, shell_args))) = (server, rest.split_first()) else {
         eprintln!("whalebox {SUBCOMMAND}: usage: SERVER_PID -- SHELL ARGS…");
         std::process::exit(2);
@@ -196,9 +203,10 @@ pub fn main(args: Vec<OsString>) -> ! {
         );
         std::process::exit(126);
     }
-    // Last, with every namespace joined and every layer entered: from here on nothing
-    // this process or the task does can act beyond the fences (see `guard::machine`).
-    if let Err(e) = crate::guard::machine::confine() {
+    // Last, with every namespace joined (`setns`, which the deny list may refuse from
+    // here on) and every layer entered: from here on nothing this process or the task
+    // does can act beyond the fences (see `guard::machine`).
+    if let Err(e) = crate::guard::machine::confine(machine) {
         eprintln!(
             "whalebox: the task's capabilities and system calls could not be limited ({e}); \
              not running the command"

@@ -158,6 +158,7 @@ impl Upstream {
             exec_gate,
             join: env.task_join(),
             socket_filter: network.as_ref().is_some_and(|(_, n)| n.landlock_fence),
+            user_namespaces: env.profile.shell.user_namespaces.allowed(),
             // A server lives as long as the session, not a task: the server's own.
             limits: None,
         };

@@ -77,6 +77,78 @@ async def test_a_task_cannot_limit_or_renice_the_server(wl, config, user):
     await wl.run("server_prlimit", config, user, steps)
 
 
+@pytest.mark.parametrize("config,user", matrix())
+async def test_a_task_cannot_move_the_server_to_other_cpus(wl, config, user):
+    """`taskset -p -c CPU SERVER`: the kernel lets a user pin its own processes, with no
+    ptrace check for Landlock to scope. Fenced, the deny list refuses sched_setaffinity
+    aimed at another pid (as root the kernel refuses it too: the server holds
+    capabilities the task dropped). Bare, the decoy (same user) moves."""
+
+    async def steps(t):
+        with victim(t) as v:
+            before = v.status_field("Cpus_allowed_list")
+            last = before.replace(",", "-").split("-")[-1]
+            r = await t.sh(f"taskset -p -c {last} {v.pid}", ok=False)
+            moved = v.status_field("Cpus_allowed_list") != before
+            if t.fenced:
+                check(r, not moved, f"a task moved the server (pid {v.pid}) to CPU {last}")
+                await t.sh("true", why="the server stopped answering")
+            else:
+                check(r, moved, f"bare, the decoy should move from CPUs {before} to {last} "
+                                "(the probe is broken, or this machine has one CPU)")
+
+    await wl.run("server_affinity", config, user, steps)
+
+
+# A user namespace made, two ways: unshare(2) (`unshare -U`: not `-Ur`, whose id maps are
+# files in /proc that a task's Landlock layer refuses to write whatever the deny list says)
+# and a raw clone(CLONE_NEWUSER) from python3 (exit 0 when the kernel let it through).
+USERNS_UNSHARE = "unshare -U true"
+USERNS_CLONE = ("/usr/bin/python3 -c \"import ctypes,os; l=ctypes.CDLL(None,use_errno=True); "
+                "p=l.syscall(56, 0x10000000 | 17, 0, 0, 0, 0); "
+                "os._exit(0) if p == 0 else os._exit(1 if p < 0 else os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]))\"")
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_a_task_cannot_make_a_user_namespace(wl, config, user):
+    """A user namespace gives its maker CAP_SYS_ADMIN and CAP_NET_ADMIN over the
+    namespaces it makes next, the door to most kernel exploits of recent years. Bare,
+    root and nobody make one (the probe works). Fenced (`[shell] user_namespaces`
+    left at deny), unshare and clone with CLONE_NEWUSER fail."""
+
+    async def steps(t):
+        for probe in (USERNS_UNSHARE, USERNS_CLONE):
+            r = await t.sh(probe, ok=False)
+            if t.fenced:
+                check(r, not r.ok, f"a task made a user namespace: {probe}")
+            else:
+                check(r, r.ok, f"bare, {probe} should work (the probe is broken, or the kernel "
+                               "refuses user namespaces: user.max_user_namespaces)")
+        if t.fenced:
+            await t.sh("true", why="the server stopped answering")
+
+    await wl.run("machine_userns", config, user, steps, programs=["/usr/bin/unshare", "/usr/bin/python3"])
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_user_namespaces_allowed_by_the_profile_work(wl, config, user):
+    """`[shell] user_namespaces = "allow"` (rootless containers, bwrap, browsers' own
+    sandboxes): `unshare -Ur` works under every fence. The id maps are files in /proc,
+    which a task's Landlock layer keeps read-only, so the profile also names /proc in
+    `[landlock] rw`, as such a user must (docs/src/profile.md)."""
+
+    async def steps(t):
+        r = await t.sh("unshare -Ur id -u", ok=False)
+        check(r, r.ok and r.text.splitlines()[:1] == ["0"], "unshare -Ur should work and map the user to 0")
+        r = await t.sh(USERNS_CLONE, ok=False)
+        check(r, r.ok, "clone(CLONE_NEWUSER) should work")
+
+    await wl.run("machine_userns_allowed", config, user, steps,
+                 programs=["/usr/bin/unshare", "/usr/bin/python3"],
+                 needs=Needs(profile={"shell": {"user_namespaces": "allow"},
+                                      "landlock": {"rw": ["/proc"]}}))
+
+
 def _limit(pid: int, name: str) -> str | None:
     for line in open(f"/proc/{pid}/limits"):
         if line.startswith(name):

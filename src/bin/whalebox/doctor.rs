@@ -96,7 +96,7 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         }),
         "preset_paths": env.profile.landlock.preset_paths,
         "limits": limits,
-        "task_machine": machine_report(),
+        "task_machine": machine_report(env.profile.shell.user_namespaces),
     });
     if as_json {
         println!("{report:#}");
@@ -207,6 +207,16 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
             .join(", "),
         machine::DENIED_WITH_ARGUMENTS.join("; ")
     );
+    if env.profile.shell.user_namespaces.allowed() {
+        println!(
+            "            user namespaces: a task may make them ([shell] user_namespaces = \"allow\")"
+        );
+    } else {
+        println!(
+            "            user namespaces: refused ([shell] user_namespaces = \"deny\"): {}",
+            machine::DENIED_USER_NAMESPACES.join("; ")
+        );
+    }
     match env.gated_shell() {
         Ok(g) if env.policy.is_some() => println!(
             "gated zsh:  {} (exec_boundary = {})",
@@ -390,10 +400,16 @@ fn limits_report(env: &whalebox::session::Env) -> (serde_json::Value, Vec<String
 use whalebox::guard::machine;
 
 /// What every task's supervisor takes away before the task runs (`guard::machine`).
-fn machine_report() -> serde_json::Value {
+fn machine_report(user_namespaces: whalebox::profile::UserNamespaces) -> serde_json::Value {
     json!({
         "capabilities_kept": machine::KEPT.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
         "denied_calls": machine::DENIED.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
         "denied_with_arguments": machine::DENIED_WITH_ARGUMENTS,
+        "user_namespaces": user_namespaces,
+        "denied_user_namespaces": if user_namespaces.allowed() {
+            &[][..]
+        } else {
+            machine::DENIED_USER_NAMESPACES
+        },
     })
 }

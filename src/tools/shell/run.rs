@@ -260,6 +260,7 @@ impl ShellRun {
             sandbox: env.task_sandbox(network.as_ref().map(|(_, n)| n))?,
             join: env.task_join(),
             socket_filter: network.as_ref().is_some_and(|(_, n)| n.landlock_fence),
+            user_namespaces: env.profile.shell.user_namespaces.allowed(),
             limits: Some(spawn::TaskLimits {
                 limits: cfg.task_limits,
                 cgroup: cfg.limits.cgroup == crate::guard::limits::CgroupMode::Auto,

@@ -18,15 +18,35 @@
 //!   `userfaultfd`, keystroke injection (`ioctl` TIOCSTI, TIOCLINUX), socket families a
 //!   task has no use for (all but unix, IPv4, IPv6 and the routing and socket-diagnostic
 //!   netlink families), and aiming `prlimit`, `setpriority`, `ioprio_set`,
-//!   `sched_setscheduler`/`sched_setattr`/`sched_setparam` at another process than the
-//!   caller (a pid other than 0, or a whole user): a task shares its user with the
-//!   server and other sessions, and the kernel lets a user lower its own processes'
-//!   limits and priorities.
+//!   `sched_setscheduler`/`sched_setattr`/`sched_setparam`, `sched_setaffinity`,
+//!   `migrate_pages` or `move_pages` at another process than the caller (a pid other
+//!   than 0, or a whole user): a task shares its user with the server and other
+//!   sessions, and the kernel lets a user change its own processes' limits, priorities
+//!   and CPUs without the ptrace check Landlock scopes. The filter sees numbers only, so
+//!   the caller's own pid or thread id written out is "another process" too
+//!   (`taskset -p`, `pthread_setaffinity_np`): only 0 names the caller.
+//! - User namespaces ([`Options::user_namespaces`], off by default as in Docker):
+//!   `unshare` and `clone` with CLONE_NEWUSER, and `setns`, fail with EPERM; `clone3`
+//!   fails with ENOSYS, since its flags live in a struct seccomp cannot read, and glibc,
+//!   Go and Rust then fall back to `clone`. A user namespace hands its maker every
+//!   capability over the namespaces it then makes (CAP_NET_ADMIN, CAP_SYS_ADMIN): the
+//!   way into most kernel exploits of recent years (nf_tables, …), while a sandboxed
+//!   task gains little from it (Landlock forbids it any mount). Rootless podman, bwrap
+//!   and Chromium's sandbox need it: `[shell] user_namespaces = "allow"`.
+//!
+//! Calls that reach another process only past a ptrace-mode check (`process_vm_readv`,
+//! `process_vm_writev`, `process_madvise`, `kcmp`, `pidfd_getfd`, `get_robust_list`,
+//! `setns` by pidfd, `/proc/PID/ns`, `/proc/PID/mem`) are not listed: Landlock scopes
+//! ptrace to the task's own domain, and a root task has no CAP_SYS_PTRACE. `migrate_pages`
+//! and `move_pages` are such calls too and are refused anyway, like `prlimit`. Signals are
+//! Landlock's signal scope; `/proc/PID` files a user may write (`oom_score_adj`,
+//! `clear_refs`) are read-only in every task's Landlock layer.
 //!
 //! Both are applied by the task's supervisor to itself, after it joined its session's
-//! namespaces and entered its Landlock layer and before it starts the task, so every
-//! start path (shell tasks, `whalebox run`, upstream MCP servers) gets them and the
-//! supervisor itself holds nothing a task could borrow.
+//! namespaces (a `setns`, the user namespace of an unprivileged session included) and
+//! entered its Landlock layer and before it starts the task, so every start path (shell
+//! tasks, `whalebox run`, upstream MCP servers) gets them and the supervisor itself holds
+//! nothing a task could borrow.
 
 use std::collections::BTreeMap;
 
@@ -93,8 +113,23 @@ pub const DENIED_WITH_ARGUMENTS: &[&str] = &[
     "socket of a family other than unix, inet, inet6, netlink route and sock_diag",
     "prlimit64 setting another process's limits",
     "setpriority, ioprio_set of another process, group or user",
-    "sched_setscheduler, sched_setparam, sched_setattr of another process",
+    "sched_setscheduler, sched_setparam, sched_setattr, sched_setaffinity of another process",
+    "migrate_pages of another process, move_pages moving another process's pages",
 ];
+
+/// What the deny list refuses when user namespaces are (the default), as people read it.
+pub const DENIED_USER_NAMESPACES: &[&str] = &[
+    "unshare, clone with CLONE_NEWUSER",
+    "setns",
+    "clone3 (ENOSYS: its flags are out of the filter's sight; C libraries fall back to clone)",
+];
+
+/// What a task's deny list is built for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The task may make and enter user namespaces (`[shell] user_namespaces = "allow"`).
+    pub user_namespaces: bool,
+}
 
 const PRIO_USER: i32 = 2;
 const IOPRIO_WHO_USER: i32 = 3;
@@ -103,7 +138,7 @@ const NETLINK_SOCK_DIAG: i32 = 4;
 const TIOCLINUX: i32 = 0x541c;
 
 /// The deny list as a BPF program (built before the supervisor starts the task).
-pub fn deny_filter() -> Result<BpfProgram, String> {
+pub fn deny_filter(options: Options) -> Result<BpfProgram, String> {
     let arch = crate::kernel::filter::target_arch()?;
     let cond = |arg: u8, len: Len, op: Op, value: u64| {
         SeccompCondition::new(arg, len, op, value).map_err(|e| format!("seccomp condition: {e}"))
@@ -175,12 +210,38 @@ pub fn deny_filter() -> Result<BpfProgram, String> {
     // PRIO_PROCESS (0) and PRIO_PGRP (1) with who 0 are the caller and its own group.
     rules.insert(libc::SYS_setpriority, others(0, 1, PRIO_USER)?);
     rules.insert(libc::SYS_ioprio_set, others(0, 1, IOPRIO_WHO_USER)?);
+    // Another process's scheduling, CPUs and memory nodes: a pid other than 0. The
+    // getters (sched_getaffinity, …) are other calls and stay allowed.
     for nr in [
         libc::SYS_sched_setscheduler,
         libc::SYS_sched_setparam,
         libc::SYS_sched_setattr,
+        libc::SYS_sched_setaffinity,
+        libc::SYS_migrate_pages,
     ] {
         rules.insert(nr, vec![rule(vec![int(0, Op::Ne, 0)?])?]);
+    }
+    // move_pages with no target nodes only asks where the pages are.
+    rules.insert(
+        libc::SYS_move_pages,
+        vec![rule(vec![
+            int(0, Op::Ne, 0)?,
+            cond(3, Len::Qword, Op::Ne, 0)?,
+        ])?],
+    );
+    if !options.user_namespaces {
+        let newuser = libc::CLONE_NEWUSER;
+        // unshare(flags), and clone(flags, …) as x86_64 orders its arguments.
+        for nr in [libc::SYS_unshare, libc::SYS_clone] {
+            rules.insert(
+                nr,
+                vec![rule(vec![int(0, Op::MaskedEq(newuser as u64), newuser)?])?],
+            );
+        }
+        // Entering one made by another process of the user (found by a descriptor
+        // passed over a socket or a bind-mounted nsfs file) gives the same capabilities.
+        // A task has no capability to enter any other kind.
+        rules.insert(libc::SYS_setns, vec![]);
     }
     let filter = SeccompFilter::new(
         rules,
@@ -273,12 +334,35 @@ pub fn drop_capabilities() -> Result<(), String> {
     Ok(())
 }
 
+/// `clone3` refused with ENOSYS, as if the kernel had none, when user namespaces are
+/// (seccomp cannot read the flags in its struct): glibc's threads and `posix_spawn`, Go
+/// and Rust then use `clone`, whose flags the deny list reads. Docker does the same.
+/// A filter of its own, as seccompiler gives one action to every rule of a filter.
+pub fn nosys_filter() -> Result<BpfProgram, String> {
+    let arch = crate::kernel::filter::target_arch()?;
+    let rules = BTreeMap::from([(libc::SYS_clone3, vec![])]);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(|e| format!("cannot build the clone3 filter: {e}"))?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| format!("cannot compile the clone3 filter: {e}"))
+}
+
 /// Drop the capabilities and install the deny list on the calling process (and so on
 /// everything it starts). No new privileges first, as an unprivileged filter requires.
-pub fn confine() -> Result<(), String> {
+pub fn confine(options: Options) -> Result<(), String> {
     drop_capabilities()?;
-    let program = deny_filter()?;
-    crate::kernel::filter::install(&program)
+    let program = deny_filter(options)?;
+    crate::kernel::filter::install(&program)?;
+    if !options.user_namespaces {
+        crate::kernel::filter::install(&nosys_filter()?)?;
+    }
+    Ok(())
 }
 
 /// The calling process's effective capabilities, as the mask `/proc/self/status` shows
