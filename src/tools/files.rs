@@ -1,6 +1,9 @@
 //! Group `files`: read_file and list_dir (load_skill lives in `skills`).
 
 use nix::fcntl::OFlag;
+use std::ffi::OsStr;
+use std::io;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -10,14 +13,15 @@ use crate::core::{
     BoxFuture, CallContext, Code, Registry, RegistryError, Tool, ToolError, ToolOutput, ToolResult,
     run_blocking,
 };
-use crate::guard::Access;
+use crate::guard::beneath::Kind;
+use crate::guard::{Access, Allowed};
 use crate::mutation::Fingerprint;
 use crate::text::{DecodeError, Page, PageError, PageRequest, read_page};
 
 use super::Env;
 use super::common::{args, guarded, human_size, io_error};
 use super::skills::LoadSkill;
-use super::walk::{Visibility, skipped_note, walker};
+use super::walk::{Visibility, skipped_note, walk_beneath};
 
 pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register(
@@ -332,58 +336,17 @@ impl ListDir {
             hidden: a.include_hidden,
             ignored: a.include_ignored,
         };
-        let mut walk = walker(&allowed.abs, visibility);
-        walk.max_depth(Some(depth))
-            .sort_by_file_name(|a, b| a.cmp(b));
-        let mut entries = Vec::new();
-        let mut complete = true;
-        for item in walk.build() {
-            if ctx.cancel.is_cancelled() {
-                return Err(ToolError::new(
-                    Code::Cancelled,
-                    "list_dir was cancelled",
-                    "list a smaller directory",
-                ));
-            }
-            let Ok(item) = item else { continue };
-            if item.depth() == 0 {
-                continue;
-            }
-            if entries.len() >= MAX_ENTRIES {
-                complete = false;
-                break;
-            }
-            let rel = item
-                .path()
-                .strip_prefix(&allowed.abs)
-                .unwrap_or(item.path())
-                .display()
-                .to_string();
-            let file_type = item.file_type();
-            let (kind, size, link) = match file_type {
-                Some(t) if t.is_symlink() => (
-                    "symlink",
-                    None,
-                    std::fs::read_link(item.path())
-                        .ok()
-                        .map(|t| t.display().to_string()),
-                ),
-                Some(t) if t.is_dir() => ("dir", None, None),
-                Some(t) if t.is_file() => ("file", item.metadata().ok().map(|m| m.len()), None),
-                _ => ("other", None, None),
-            };
-            let inside = (kind == "dir" && item.depth() == depth)
-                .then(|| std::fs::read_dir(item.path()).map(|d| d.count()).ok())
-                .flatten();
-            entries.push(Entry {
-                rel,
-                depth: item.depth(),
-                kind,
-                size,
-                link,
-                inside,
-            });
-        }
+        let cancel = &ctx.cancel;
+        let (entries, complete) =
+            list_entries(&allowed, depth, visibility, || cancel.is_cancelled())
+                .map_err(|e| io_error(env, &allowed, e))?
+                .ok_or_else(|| {
+                    ToolError::new(
+                        Code::Cancelled,
+                        "list_dir was cancelled",
+                        "list a smaller directory",
+                    )
+                })?;
         let mut text = format!("{}/\n", allowed.shown.trim_end_matches('/'));
         for e in &entries {
             let indent = "  ".repeat(e.depth);
@@ -423,4 +386,70 @@ impl ListDir {
         });
         Ok(ToolOutput::new(text, data))
     }
+}
+
+/// The entries under `allowed` (a directory), `depth` levels deep in name order, and
+/// whether all fitted in [`MAX_ENTRIES`]; `None` when cancelled. Walked by descriptor
+/// beneath the root that admitted it: a directory swapped for a link is shown as the
+/// link, never listed through.
+fn list_entries(
+    allowed: &Allowed,
+    depth: usize,
+    visibility: Visibility,
+    cancelled: impl Fn() -> bool,
+) -> io::Result<Option<(Vec<Entry>, bool)>> {
+    let mut entries = Vec::new();
+    let mut complete = true;
+    let mut stopped = false;
+    walk_beneath(allowed, visibility, Some(depth), |found| {
+        if cancelled() {
+            stopped = true;
+            return ControlFlow::Break(());
+        }
+        if entries.len() >= MAX_ENTRIES {
+            complete = false;
+            return ControlFlow::Break(());
+        }
+        let (kind, size, link) = match found.kind {
+            Kind::Symlink => (
+                "symlink",
+                None,
+                found
+                    .dir
+                    .read_link(found.name)
+                    .ok()
+                    .map(|t| t.display().to_string()),
+            ),
+            Kind::Dir => ("dir", None, None),
+            Kind::File => (
+                "file",
+                found
+                    .dir
+                    .stat(found.name)
+                    .ok()
+                    .flatten()
+                    .map(|st| st.st_size as u64),
+                None,
+            ),
+            Kind::Other => ("other", None, None),
+        };
+        // A directory at the depth limit: how many entries it holds, counted through
+        // a descriptor opened beneath its parent (a link there counts nothing).
+        let inside = (kind == "dir" && found.depth == depth)
+            .then(|| {
+                let sub = found.dir.sub(OsStr::new(found.name).as_ref()).ok()?;
+                sub.entries().ok().map(|names| names.len())
+            })
+            .flatten();
+        entries.push(Entry {
+            rel: found.rel.display().to_string(),
+            depth: found.depth,
+            kind,
+            size,
+            link,
+            inside,
+        });
+        ControlFlow::Continue(())
+    })?;
+    Ok((!stopped).then_some((entries, complete)))
 }
