@@ -347,3 +347,148 @@ fn worktree_exclude(dir: &Dir) -> Option<PathBuf> {
     };
     Some(common.join("info/exclude"))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+    use crate::guard::{Access, PathGuard};
+
+    fn descriptor_walk(ws: &Path, visibility: Visibility) -> BTreeSet<(String, bool)> {
+        let guard = PathGuard::new(ws, &[], &[]).unwrap();
+        let start = guard.check(".", Access::Read).unwrap();
+        let mut seen = BTreeSet::new();
+        walk_beneath(&start, visibility, None, |f| {
+            seen.insert((f.rel.display().to_string(), f.kind == Kind::Dir));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        seen
+    }
+
+    fn path_walk(ws: &Path, visibility: Visibility) -> BTreeSet<(String, bool)> {
+        let ws = crate::guard::resolve_physical(ws).unwrap();
+        walker(&ws, visibility)
+            .build()
+            .filter_map(Result::ok)
+            .filter(|e| e.depth() > 0)
+            .map(|e| {
+                let rel = e.path().strip_prefix(&ws).unwrap().display().to_string();
+                (rel, e.file_type().is_some_and(|t| t.is_dir()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_descriptor_walk_sees_what_the_path_walker_sees() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let files = [
+            "a.rs",
+            "build/out.o",
+            "keep.log",
+            "drop.log",
+            ".hidden",
+            ".shown",
+            "src/lib.rs",
+            "src/gen/x.rs",
+            "src/skip.tmp",
+            "src/notes.txt",
+            "vendored/.gitignore",
+            "vendored/v.rs",
+            "vendored/drop.log",
+            "excluded.txt",
+            "ignored-by-dot-ignore/f",
+            ".git/HEAD",
+        ];
+        for f in files {
+            let path = ws.join(f);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
+        // A repository without running git: a `.git` directory is what counts.
+        fs::create_dir_all(ws.join(".git/info")).unwrap();
+        fs::write(ws.join(".git/info/exclude"), "excluded.txt\n").unwrap();
+        fs::write(
+            ws.join(".gitignore"),
+            "\u{feff}build/\n*.log\n!keep.log\n!.shown\nsrc/gen\n",
+        )
+        .unwrap();
+        fs::write(ws.join("src/.gitignore"), "*.tmp\n").unwrap();
+        fs::write(
+            ws.join(".ignore"),
+            "ignored-by-dot-ignore/\nsrc/notes.txt\n",
+        )
+        .unwrap();
+        // A nested repository: the outer .gitignore stops at its top.
+        fs::create_dir(ws.join("vendored/.git")).unwrap();
+        fs::write(ws.join("vendored/.gitignore"), "!drop.log\n").unwrap();
+        symlink(ws.join("src"), ws.join("link")).unwrap();
+
+        for hidden in [false, true] {
+            for ignored in [false, true] {
+                let visibility = Visibility { hidden, ignored };
+                let by_path = path_walk(&ws, visibility);
+                assert!(by_path.len() > 5, "{by_path:?}");
+                assert_eq!(
+                    descriptor_walk(&ws, visibility),
+                    by_path,
+                    "hidden {hidden}, ignored {ignored}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_mid_walk_is_not_descended() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let out = tmp.path().join("out");
+        fs::create_dir_all(ws.join("d")).unwrap();
+        fs::write(ws.join("d/inside"), "x").unwrap();
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("secret"), "x").unwrap();
+        let guard = PathGuard::new(&ws, &[], &[]).unwrap();
+        let start = guard.check(".", Access::Read).unwrap();
+
+        let mut seen = Vec::new();
+        walk_beneath(&start, Visibility::default(), None, |f| {
+            seen.push((f.rel.display().to_string(), f.kind));
+            if f.rel == Path::new("d") {
+                // The task's swap, after the listing said `d` is a directory and
+                // before the walk descends into it.
+                assert_eq!(f.kind, Kind::Dir);
+                fs::rename(ws.join("d"), ws.join("d.real")).unwrap();
+                symlink(&out, ws.join("d")).unwrap();
+                // The control: a walk by path follows the swap outside.
+                let by_path: Vec<_> = fs::read_dir(ws.join("d"))
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name())
+                    .collect();
+                assert_eq!(by_path, ["secret"]);
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(seen, [("d".to_string(), Kind::Dir)]);
+
+        // Walked again, the link is seen as a link and not descended.
+        let mut seen = Vec::new();
+        walk_beneath(&start, Visibility::default(), None, |f| {
+            seen.push((f.rel.display().to_string(), f.kind));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            [
+                ("d".to_string(), Kind::Symlink),
+                ("d.real".to_string(), Kind::Dir),
+                ("d.real/inside".to_string(), Kind::File),
+            ]
+        );
+    }
+}
