@@ -19,7 +19,7 @@ use crate::mutation::Fingerprint;
 use crate::text::{DecodeError, Page, PageError, PageRequest, read_page};
 
 use super::Env;
-use super::common::{args, guarded, human_size, io_error};
+use super::common::{args, guarded, human_size, io_error, walk_error};
 use super::skills::LoadSkill;
 use super::walk::{Visibility, skipped_note, walk_beneath};
 
@@ -339,7 +339,7 @@ impl ListDir {
         let cancel = &ctx.cancel;
         let (entries, complete) =
             list_entries(&allowed, depth, visibility, || cancel.is_cancelled())
-                .map_err(|e| io_error(env, &allowed, e))?
+                .map_err(|e| walk_error(env, &allowed, e))?
                 .ok_or_else(|| {
                     ToolError::new(
                         Code::Cancelled,
@@ -452,4 +452,62 @@ fn list_entries(
         ControlFlow::Continue(())
     })?;
     Ok((!stopped).then_some((entries, complete)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+    use crate::guard::PathGuard;
+
+    #[test]
+    fn list_dir_refuses_a_directory_swapped_for_a_link_after_the_check() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let out = tmp.path().join("out");
+        fs::create_dir_all(ws.join("d")).unwrap();
+        fs::write(ws.join("d/inside"), "x").unwrap();
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("secret"), "x").unwrap();
+        let guard = PathGuard::new(&ws, &[], &[]).unwrap();
+        let top = guard.check(".", Access::Read).unwrap();
+        let d = guard.check("d", Access::Read).unwrap();
+        // The task's swap, between the guard's check and the walk.
+        fs::rename(ws.join("d"), ws.join("d.real")).unwrap();
+        symlink(&out, ws.join("d")).unwrap();
+        // The control: a walk by the checked path follows the swap outside.
+        let by_path: Vec<_> = fs::read_dir(&d.abs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(by_path, ["secret"]);
+
+        let Err(refused) = list_entries(&d, 2, Visibility::default(), || false) else {
+            panic!("the swapped start was walked");
+        };
+        // ENOTDIR for the link itself (O_DIRECTORY|O_NOFOLLOW), ELOOP for one on the way.
+        assert_eq!(
+            refused.raw_os_error(),
+            Some(nix::libc::ENOTDIR),
+            "{refused}"
+        );
+        let (entries, complete) = list_entries(&top, 2, Visibility::default(), || false)
+            .unwrap()
+            .unwrap();
+        assert!(complete);
+        let listed: Vec<_> = entries
+            .iter()
+            .map(|e| (e.rel.as_str(), e.kind, e.link.clone()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("d", "symlink", Some(out.display().to_string())),
+                ("d.real", "dir", None),
+                ("d.real/inside", "file", None),
+            ]
+        );
+    }
 }

@@ -14,7 +14,7 @@ use crate::core::{BoxFuture, CallContext, Tool, ToolError, ToolOutput, ToolResul
 use crate::guard::beneath::Kind;
 use crate::guard::{Allowed, PathGuard};
 use crate::tools::Env;
-use crate::tools::common::{args, io_error};
+use crate::tools::common::{args, walk_error};
 use crate::tools::walk::{Visibility, skipped_note, walk_beneath};
 
 use super::{cancelled, fit_rows, search_root};
@@ -143,7 +143,7 @@ impl SearchFiles {
         let max_results = a.max_results.unwrap_or(FILES_DEFAULT_MAX).max(1);
         let cancel = &ctx.cancel;
         let found = matching_paths(&env.guard, &root, &glob, || cancel.is_cancelled())
-            .map_err(|e| io_error(env, &root, e))?;
+            .map_err(|e| walk_error(env, &root, e))?;
         let Some(mut found) = found else {
             return Err(cancelled("search_files"));
         };
@@ -207,4 +207,57 @@ fn matching_paths(
         ControlFlow::Continue(())
     })?;
     Ok((!stopped).then_some(found))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+    use crate::guard::Access;
+
+    #[test]
+    fn search_files_refuses_a_directory_swapped_for_a_link_after_the_check() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let out = tmp.path().join("out");
+        fs::create_dir_all(ws.join("d")).unwrap();
+        fs::write(ws.join("d/inside"), "x").unwrap();
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("secret"), "x").unwrap();
+        let guard = PathGuard::new(&ws, &[], &[]).unwrap();
+        let top = guard.check(".", Access::Read).unwrap();
+        let d = guard.check("d", Access::Read).unwrap();
+        let all = PathGlob::new("**/*", &top.abs).unwrap();
+        // The task's swap, between the guard's check and the walk.
+        fs::rename(ws.join("d"), ws.join("d.real")).unwrap();
+        symlink(&out, ws.join("d")).unwrap();
+        // The control: a walk by the checked path follows the swap outside.
+        let by_path: Vec<_> = fs::read_dir(&d.abs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(by_path, ["secret"]);
+
+        let refused = matching_paths(&guard, &d, &all, || false).unwrap_err();
+        // ENOTDIR for the link itself (O_DIRECTORY|O_NOFOLLOW), ELOOP for one on the way.
+        assert_eq!(
+            refused.raw_os_error(),
+            Some(nix::libc::ENOTDIR),
+            "{refused}"
+        );
+        let mut found = matching_paths(&guard, &top, &all, || false)
+            .unwrap()
+            .unwrap();
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                ("d".to_string(), false),
+                ("d.real".to_string(), true),
+                ("d.real/inside".to_string(), false),
+            ]
+        );
+    }
 }
