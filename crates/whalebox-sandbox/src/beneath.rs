@@ -407,6 +407,23 @@ mod tests {
                 .is_err()
         );
 
+        // A listing names a link as a link, whatever it points to, and reads it.
+        let mut listed = ws.list().unwrap();
+        listed.sort_by(|a, b| a.name.cmp(&b.name));
+        let kinds: Vec<_> = listed
+            .iter()
+            .map(|e| (e.name.to_str().unwrap(), e.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("file_link", Kind::Symlink),
+                ("link", Kind::Symlink),
+                ("real", Kind::Dir),
+            ]
+        );
+        assert_eq!(ws.read_link(OsStr::new("link")).unwrap(), root.join("out"));
+
         // A tree holding a link is removed without following it.
         std::os::unix::fs::symlink(root.join("out"), root.join("ws/real/a/l")).unwrap();
         ws.remove_tree(OsStr::new("real")).unwrap();
