@@ -1,9 +1,9 @@
 //! Group `files`: read_file and list_dir (load_skill lives in `skills`).
 
 use nix::fcntl::OFlag;
-use std::ffi::OsStr;
 use std::io;
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -437,7 +437,7 @@ fn list_entries(
         // a descriptor opened beneath its parent (a link there counts nothing).
         let inside = (kind == "dir" && found.depth == depth)
             .then(|| {
-                let sub = found.dir.sub(OsStr::new(found.name).as_ref()).ok()?;
+                let sub = found.dir.sub(Path::new(found.name)).ok()?;
                 sub.entries().ok().map(|names| names.len())
             })
             .flatten();

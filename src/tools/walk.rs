@@ -15,7 +15,7 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::SFlag;
 
 use crate::guard::Allowed;
-use crate::guard::beneath::{Dir, Kind};
+use crate::guard::beneath::{Dir, Entry, Kind};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Visibility {
@@ -70,7 +70,7 @@ pub(crate) struct Found<'a> {
 /// A link is visited as a link and never descended; a directory swapped for a link
 /// after its listing is refused at the descent (and skipped, as the walker skips what it
 /// cannot read), so the walk never lists a name outside `start`. The start itself
-/// swapped for a link is an error (`ELOOP`).
+/// swapped for a link is an error (`ENOTDIR` for the link, `ELOOP` for one on the way).
 ///
 /// Ignore files are read the same way, by descriptor, and fed to `ignore`'s
 /// [`Gitignore`] matcher, combined as its walker does (see [`Rules::matched`]).
@@ -109,39 +109,39 @@ fn descend(
         return ControlFlow::Continue(());
     };
     entries.sort_by(|a, b| a.name.cmp(&b.name));
-    rules.push(dir, abs);
-    let flow = (|| {
-        for entry in &entries {
-            // A repository's object store is never what the model is looking for.
-            if entry.name == ".git" {
-                continue;
-            }
-            let is_dir = entry.kind == Kind::Dir;
-            let path = abs.join(&entry.name);
-            if rules.skips(&path, &entry.name, is_dir) {
-                continue;
-            }
-            rel.push(&entry.name);
-            let found = Found {
-                dir,
-                name: &entry.name,
-                rel,
-                depth,
-                kind: entry.kind,
-            };
-            let mut flow = visit(&found);
-            if flow.is_continue() && is_dir && depth < max_depth {
-                // Opened beneath `dir` without following a link: an entry swapped
-                // for a link since the listing is ELOOP here, and skipped.
-                if let Ok(sub) = dir.sub(Path::new(&entry.name)) {
-                    flow = descend(&sub, &path, rel, depth + 1, max_depth, rules, visit);
-                }
-            }
-            rel.pop();
-            flow?;
+    rules.push(dir, abs, Some(&entries));
+    let mut flow = ControlFlow::Continue(());
+    for entry in &entries {
+        // A repository's object store is never what the model is looking for.
+        if entry.name == ".git" {
+            continue;
         }
-        ControlFlow::Continue(())
-    })();
+        let is_dir = entry.kind == Kind::Dir;
+        let path = abs.join(&entry.name);
+        if rules.skips(&path, &entry.name, is_dir) {
+            continue;
+        }
+        rel.push(&entry.name);
+        let found = Found {
+            dir,
+            name: &entry.name,
+            rel,
+            depth,
+            kind: entry.kind,
+        };
+        flow = visit(&found);
+        if flow.is_continue() && is_dir && depth < max_depth {
+            // Opened beneath `dir` without following a link: an entry swapped for a
+            // link since the listing is refused here (ELOOP/ENOTDIR), and skipped.
+            if let Ok(sub) = dir.sub(Path::new(&entry.name)) {
+                flow = descend(&sub, &path, rel, depth + 1, max_depth, rules, visit);
+            }
+        }
+        rel.pop();
+        if flow.is_break() {
+            break;
+        }
+    }
     rules.pop();
     flow
 }
@@ -198,15 +198,17 @@ impl Rules {
                     .and_then(|r| r.sub(abs.strip_prefix("/").unwrap_or(abs)).ok()),
             };
             match dir {
-                Some(dir) => self.push(&dir, abs),
+                Some(dir) => self.push(&dir, abs, None),
                 None => self.levels.push(Level::empty()),
             }
         }
     }
 
-    fn push(&mut self, dir: &Dir, abs: &Path) {
+    /// Enter `dir` (at `abs`); `listing`, where known, spares opening ignore files that
+    /// are not there.
+    fn push(&mut self, dir: &Dir, abs: &Path, listing: Option<&[Entry]>) {
         let level = if self.active {
-            Level::read(dir, abs)
+            Level::read(dir, abs, listing)
         } else {
             Level::empty()
         };
@@ -271,9 +273,19 @@ impl Level {
     }
 
     /// The ignore files of `dir` (at `abs`), each opened beneath it.
-    fn read(dir: &Dir, abs: &Path) -> Level {
-        let git = dir.stat(OsStr::new(".git")).ok().flatten();
-        let has_jj = matches!(dir.stat(OsStr::new(".jj")), Ok(Some(_)));
+    fn read(dir: &Dir, abs: &Path, listing: Option<&[Entry]>) -> Level {
+        let listed = |name: &str| listing.is_none_or(|l| l.iter().any(|e| e.name == name));
+        let git = listed(".git")
+            .then(|| dir.stat(OsStr::new(".git")).ok().flatten())
+            .flatten();
+        let has_jj = listed(".jj") && matches!(dir.stat(OsStr::new(".jj")), Ok(Some(_)));
+        let file = |name: &'static str| {
+            if listed(name) {
+                matcher(abs, &[(dir, Path::new(name))])
+            } else {
+                Gitignore::empty()
+            }
+        };
         let kind = git.map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT);
         let exclude = match kind {
             Some(SFlag::S_IFDIR) => matcher(abs, &[(dir, Path::new(".git/info/exclude"))]),
@@ -289,8 +301,8 @@ impl Level {
             _ => Gitignore::empty(),
         };
         Level {
-            ignore: matcher(abs, &[(dir, Path::new(".ignore"))]),
-            gitignore: matcher(abs, &[(dir, Path::new(".gitignore"))]),
+            ignore: file(".ignore"),
+            gitignore: file(".gitignore"),
             exclude,
             has_git: git.is_some() || has_jj,
         }
