@@ -109,6 +109,24 @@ pub(crate) fn io_error(env: &Env, allowed: &Allowed, err: io::Error) -> ToolErro
     }
 }
 
+/// A walk's failure to open its start directory. It was a directory at the check, so a
+/// link or a file there now (`ELOOP`, `ENOTDIR`: the walk opens beneath the root and
+/// follows no link) means it was replaced since: refused, never walked through.
+pub(crate) fn walk_error(env: &Env, allowed: &Allowed, err: io::Error) -> ToolError {
+    match err.raw_os_error() {
+        Some(nix::libc::ELOOP | nix::libc::ENOTDIR) => ToolError::new(
+            Code::PathDenied,
+            format!(
+                "{} (or a directory on the way to it) is no longer a directory: a link or a \
+                 file replaced it after the check, and a walk follows no link",
+                allowed.shown
+            ),
+            "list the directory again; to see a link's target, list that target by its own path",
+        ),
+        _ => io_error(env, allowed, err),
+    }
+}
+
 /// `not_found`, with the nearest names in the closest existing directory.
 pub(crate) fn not_found(env: &Env, allowed: &Allowed) -> ToolError {
     let (dir, missing) = nearest_existing(&allowed.abs);

@@ -1,6 +1,9 @@
 //! Group `files`: read_file and list_dir (load_skill lives in `skills`).
 
 use nix::fcntl::OFlag;
+use std::io;
+use std::ops::ControlFlow;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -10,14 +13,15 @@ use crate::core::{
     BoxFuture, CallContext, Code, Registry, RegistryError, Tool, ToolError, ToolOutput, ToolResult,
     run_blocking,
 };
-use crate::guard::Access;
+use crate::guard::beneath::Kind;
+use crate::guard::{Access, Allowed};
 use crate::mutation::Fingerprint;
 use crate::text::{DecodeError, Page, PageError, PageRequest, read_page};
 
 use super::Env;
-use super::common::{args, guarded, human_size, io_error};
+use super::common::{args, guarded, human_size, io_error, walk_error};
 use super::skills::LoadSkill;
-use super::walk::{Visibility, skipped_note, walker};
+use super::walk::{Visibility, skipped_note, walk_beneath};
 
 pub(crate) fn register(env: &Arc<Env>, registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register(
@@ -332,58 +336,17 @@ impl ListDir {
             hidden: a.include_hidden,
             ignored: a.include_ignored,
         };
-        let mut walk = walker(&allowed.abs, visibility);
-        walk.max_depth(Some(depth))
-            .sort_by_file_name(|a, b| a.cmp(b));
-        let mut entries = Vec::new();
-        let mut complete = true;
-        for item in walk.build() {
-            if ctx.cancel.is_cancelled() {
-                return Err(ToolError::new(
-                    Code::Cancelled,
-                    "list_dir was cancelled",
-                    "list a smaller directory",
-                ));
-            }
-            let Ok(item) = item else { continue };
-            if item.depth() == 0 {
-                continue;
-            }
-            if entries.len() >= MAX_ENTRIES {
-                complete = false;
-                break;
-            }
-            let rel = item
-                .path()
-                .strip_prefix(&allowed.abs)
-                .unwrap_or(item.path())
-                .display()
-                .to_string();
-            let file_type = item.file_type();
-            let (kind, size, link) = match file_type {
-                Some(t) if t.is_symlink() => (
-                    "symlink",
-                    None,
-                    std::fs::read_link(item.path())
-                        .ok()
-                        .map(|t| t.display().to_string()),
-                ),
-                Some(t) if t.is_dir() => ("dir", None, None),
-                Some(t) if t.is_file() => ("file", item.metadata().ok().map(|m| m.len()), None),
-                _ => ("other", None, None),
-            };
-            let inside = (kind == "dir" && item.depth() == depth)
-                .then(|| std::fs::read_dir(item.path()).map(|d| d.count()).ok())
-                .flatten();
-            entries.push(Entry {
-                rel,
-                depth: item.depth(),
-                kind,
-                size,
-                link,
-                inside,
-            });
-        }
+        let cancel = &ctx.cancel;
+        let (entries, complete) =
+            list_entries(&allowed, depth, visibility, || cancel.is_cancelled())
+                .map_err(|e| walk_error(env, &allowed, e))?
+                .ok_or_else(|| {
+                    ToolError::new(
+                        Code::Cancelled,
+                        "list_dir was cancelled",
+                        "list a smaller directory",
+                    )
+                })?;
         let mut text = format!("{}/\n", allowed.shown.trim_end_matches('/'));
         for e in &entries {
             let indent = "  ".repeat(e.depth);
@@ -422,5 +385,129 @@ impl ListDir {
             })).collect::<Vec<_>>(),
         });
         Ok(ToolOutput::new(text, data))
+    }
+}
+
+/// The entries under `allowed` (a directory), `depth` levels deep in name order, and
+/// whether all fitted in [`MAX_ENTRIES`]; `None` when cancelled. Walked by descriptor
+/// beneath the root that admitted it: a directory swapped for a link is shown as the
+/// link, never listed through.
+fn list_entries(
+    allowed: &Allowed,
+    depth: usize,
+    visibility: Visibility,
+    cancelled: impl Fn() -> bool,
+) -> io::Result<Option<(Vec<Entry>, bool)>> {
+    let mut entries = Vec::new();
+    let mut complete = true;
+    let mut stopped = false;
+    walk_beneath(allowed, visibility, Some(depth), |found| {
+        if cancelled() {
+            stopped = true;
+            return ControlFlow::Break(());
+        }
+        if entries.len() >= MAX_ENTRIES {
+            complete = false;
+            return ControlFlow::Break(());
+        }
+        let (kind, size, link) = match found.kind {
+            Kind::Symlink => (
+                "symlink",
+                None,
+                found
+                    .dir
+                    .read_link(found.name)
+                    .ok()
+                    .map(|t| t.display().to_string()),
+            ),
+            Kind::Dir => ("dir", None, None),
+            Kind::File => (
+                "file",
+                found
+                    .dir
+                    .stat(found.name)
+                    .ok()
+                    .flatten()
+                    .map(|st| st.st_size as u64),
+                None,
+            ),
+            Kind::Other => ("other", None, None),
+        };
+        // A directory at the depth limit: how many entries it holds, counted through
+        // a descriptor opened beneath its parent (a link there counts nothing).
+        let inside = (kind == "dir" && found.depth == depth)
+            .then(|| {
+                let sub = found.dir.sub(Path::new(found.name)).ok()?;
+                sub.entries().ok().map(|names| names.len())
+            })
+            .flatten();
+        entries.push(Entry {
+            rel: found.rel.display().to_string(),
+            depth: found.depth,
+            kind,
+            size,
+            link,
+            inside,
+        });
+        ControlFlow::Continue(())
+    })?;
+    Ok((!stopped).then_some((entries, complete)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+    use crate::guard::PathGuard;
+
+    #[test]
+    fn list_dir_refuses_a_directory_swapped_for_a_link_after_the_check() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let out = tmp.path().join("out");
+        fs::create_dir_all(ws.join("d")).unwrap();
+        fs::write(ws.join("d/inside"), "x").unwrap();
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("secret"), "x").unwrap();
+        let guard = PathGuard::new(&ws, &[], &[]).unwrap();
+        let top = guard.check(".", Access::Read).unwrap();
+        let d = guard.check("d", Access::Read).unwrap();
+        // The task's swap, between the guard's check and the walk.
+        fs::rename(ws.join("d"), ws.join("d.real")).unwrap();
+        symlink(&out, ws.join("d")).unwrap();
+        // The control: a walk by the checked path follows the swap outside.
+        let by_path: Vec<_> = fs::read_dir(&d.abs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(by_path, ["secret"]);
+
+        let Err(refused) = list_entries(&d, 2, Visibility::default(), || false) else {
+            panic!("the swapped start was walked");
+        };
+        // ENOTDIR for the link itself (O_DIRECTORY|O_NOFOLLOW), ELOOP for one on the way.
+        assert_eq!(
+            refused.raw_os_error(),
+            Some(nix::libc::ENOTDIR),
+            "{refused}"
+        );
+        let (entries, complete) = list_entries(&top, 2, Visibility::default(), || false)
+            .unwrap()
+            .unwrap();
+        assert!(complete);
+        let listed: Vec<_> = entries
+            .iter()
+            .map(|e| (e.rel.as_str(), e.kind, e.link.clone()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("d", "symlink", Some(out.display().to_string())),
+                ("d.real", "dir", None),
+                ("d.real/inside", "file", None),
+            ]
+        );
     }
 }

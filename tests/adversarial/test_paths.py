@@ -2,13 +2,16 @@
 A planted `.git` file naming an outside directory as its repository must not make a
 later session add that directory as a root; a file flipped to a link to /proc while the
 checkpoint scanner works must not be read through it; a directory flipped to a link
-while read_file, grep or write work on a path in it must not be followed (issue 41)."""
+while read_file, grep or write work on a path in it, or list_dir and search_files walk
+it, must not be followed (issue 41)."""
 
 import json
+import os
 import pathlib
 import subprocess
 import time
 
+import anyio
 import pytest
 
 from conftest import matrix
@@ -194,3 +197,67 @@ async def test_write_follows_no_swapped_directory(wl, config, user):
         await t.sh("true", why="the server stopped working after the flips")
 
     await wl.run("tools_swap_write", config, user, steps)
+
+
+# `d` and the link `d.link` trade places in a tight loop (renameat2 RENAME_EXCHANGE,
+# one atomic swap per system call, for a bounded time): a walk's window between seeing
+# `d` a directory and listing it by path is microseconds, which the flips of `_flipper`
+# (a process per rename) almost never hit. `d` is left the directory.
+def _exchanger(link_to: str) -> str:
+    swap = ('use Config; my $nr = $Config{archname} =~ /aarch64/ ? 276 : 316; '
+            'my ($d, $l) = ("d", "d.link"); '
+            'sub swap { syscall($nr, -100, $d, -100, $l, 2) == 0 or die "renameat2: $!" } '
+            'my $end = time + 6; swap() while time < $end; swap() if -l "d";')
+    return (f"mkdir -p d && printf plain > d/status && ln -sfn {link_to} d.link && "
+            f"perl -e '{swap}'")
+
+
+@pytest.mark.parametrize("config,user", matrix())
+async def test_the_walking_tools_follow_no_swapped_directory(wl, config, user):
+    """A background task trades `d` (a directory holding `status`) and `d.link` (a link
+    to /proc/self) in a tight loop, while the model calls list_dir and search_files on
+    the workspace and on `d`. A walk that saw `d` a directory and then listed it by path
+    would list the server's own /proc/self (`mountinfo`, `environ`, `fd/`) through the
+    link. Bare, a listing of `d` during the exchanges names `mountinfo` (the swap happens
+    and a following listing reaches /proc). Fenced, no answer may name it, and the server
+    keeps working; the walkers before the descriptor walk lost this race within seconds.
+    The deterministic proof (the swap made between check and walk, also to an outside
+    directory, and a walk by path shown to follow it) is in the Rust tests
+    `tools::files::tests::list_dir_refuses_a_directory_swapped_for_a_link_after_the_check`,
+    `tools::search::search_files::tests::search_files_refuses_a_directory_swapped_for_a_
+    link_after_the_check` and `tools::walk::tests::a_directory_swapped_for_a_link_mid_
+    walk_is_not_descended`."""
+    async def steps(t):
+        handle = await t.start(_exchanger("/proc/self"))
+        if not t.fenced:
+            seen = False
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not seen:
+                try:
+                    seen = any(p.name == "mountinfo" for p in (t.ws / "d").iterdir())
+                except OSError:
+                    pass
+            await t.wait(handle, timeout=30)
+            check(await t.sh("true"), seen,
+                  "bare, a listing of d during the exchanges should name /proc/self's mountinfo (the probe is broken)")
+            return
+        answers = []
+        # Calls while the exchanges run: from the link's appearance, for 5 seconds.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not os.path.lexists(t.ws / "d.link"):
+            await anyio.sleep(0.01)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            answers.append(await t.call("list_dir", {"path": "."}))
+            answers.append(await t.call("list_dir", {"path": "d", "depth": 3}))
+            answers.append(await t.call("search_files", {"pattern": "**/*"}))
+            answers.append(await t.call("search_files", {"pattern": "*", "path": "d"}))
+        r = await t.wait(handle, timeout=30)
+        # The server saw the exchanges: `d.link` was the directory at times.
+        check(r, r.ok and any('"d.link/' in json.dumps(a) for a in answers),
+              "the exchanges did not run or were never seen (the probe is broken)")
+        leaked = [a for a in answers if "mountinfo" in json.dumps(a)]
+        check(r, not leaked, f"a walking tool listed a directory through a swapped link: {leaked[:1]}")
+        await t.sh("true", why="the server stopped working after the flips")
+
+    await wl.run("tools_swap_walk", config, user, steps)

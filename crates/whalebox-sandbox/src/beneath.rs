@@ -271,10 +271,60 @@ impl Dir {
         Ok(names)
     }
 
+    /// The entries of this directory (without `.` and `..`) with what each is, as the
+    /// directory listing says, not following a link: a walk descends only into a
+    /// [`Kind::Dir`], and through [`Dir::sub`], so an entry swapped for a link after this
+    /// listing is refused there, never followed.
+    pub fn list(&self) -> io::Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))? {
+            let entry = entry?;
+            // `file_type` is the listing's d_type, or an lstat relative to this
+            // directory where the file system gives none: never a followed link.
+            let kind = match entry.file_type() {
+                Ok(t) if t.is_symlink() => Kind::Symlink,
+                Ok(t) if t.is_dir() => Kind::Dir,
+                Ok(t) if t.is_file() => Kind::File,
+                Ok(_) => Kind::Other,
+                // Gone since the listing: nothing to show.
+                Err(_) => continue,
+            };
+            entries.push(Entry {
+                name: entry.file_name(),
+                kind,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// The target of the link `name` here.
+    pub fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
+        nix::fcntl::readlinkat(&self.fd, name)
+            .map(PathBuf::from)
+            .map_err(io::Error::from)
+    }
+
     /// Flush the directory (a rename in it) to disk.
     pub fn sync(&self) -> io::Result<()> {
         nix::unistd::fsync(&self.fd).map_err(io::Error::from)
     }
+}
+
+/// One entry of [`Dir::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: OsString,
+    pub kind: Kind,
+}
+
+/// What a directory entry is, the entry itself (a link is a [`Kind::Symlink`], whatever
+/// it points to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Symlink,
+    Other,
 }
 
 impl From<Dir> for OwnedFd {
@@ -356,6 +406,23 @@ mod tests {
             ws.open_file(Path::new("link/keep"), OFlag::O_RDONLY)
                 .is_err()
         );
+
+        // A listing names a link as a link, whatever it points to, and reads it.
+        let mut listed = ws.list().unwrap();
+        listed.sort_by(|a, b| a.name.cmp(&b.name));
+        let kinds: Vec<_> = listed
+            .iter()
+            .map(|e| (e.name.to_str().unwrap(), e.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("file_link", Kind::Symlink),
+                ("link", Kind::Symlink),
+                ("real", Kind::Dir),
+            ]
+        );
+        assert_eq!(ws.read_link(OsStr::new("link")).unwrap(), root.join("out"));
 
         // A tree holding a link is removed without following it.
         std::os::unix::fs::symlink(root.join("out"), root.join("ws/real/a/l")).unwrap();

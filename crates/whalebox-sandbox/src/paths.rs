@@ -54,6 +54,12 @@ impl Allowed {
         Dir::open(&self.base)
     }
 
+    /// The path itself as a directory, held open, following no link on the way (nor
+    /// at its end): what a walk starts from.
+    pub fn dir(&self) -> io::Result<Dir> {
+        self.base_dir()?.sub(&self.rel)
+    }
+
     /// Open the path itself with `flags`, following no link on the way.
     pub fn open(&self, flags: OFlag) -> io::Result<File> {
         self.base_dir()?.open_file(&self.rel, flags)

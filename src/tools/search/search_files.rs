@@ -1,20 +1,23 @@
 //! The `search_files` tool: paths under a directory that match a glob (the whole
 //! relative path when the glob has a `/`, else the name), sorted.
 
+use std::io;
+use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
-use ignore::WalkState;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::core::{BoxFuture, CallContext, Tool, ToolError, ToolOutput, ToolResult, run_blocking};
+use crate::guard::beneath::Kind;
+use crate::guard::{Allowed, PathGuard};
 use crate::tools::Env;
-use crate::tools::common::args;
-use crate::tools::walk::{Visibility, skipped_note, walker};
+use crate::tools::common::{args, walk_error};
+use crate::tools::walk::{Visibility, skipped_note, walk_beneath};
 
-use super::{Batch, cancelled, fit_rows, search_root};
+use super::{cancelled, fit_rows, search_root};
 
 const FILES_DEFAULT_MAX: usize = 500;
 
@@ -138,38 +141,12 @@ impl SearchFiles {
         }
         let glob = PathGlob::new(&a.pattern, &root.abs)?;
         let max_results = a.max_results.unwrap_or(FILES_DEFAULT_MAX).max(1);
-        let found: Mutex<Vec<(String, bool)>> = Mutex::new(Vec::new());
         let cancel = &ctx.cancel;
-        walker(&root.abs, Visibility::default())
-            .build_parallel()
-            .run(|| {
-                let glob = &glob;
-                let found = &found;
-                let root = &root.abs;
-                let guard = &env.guard;
-                let mut batch = Batch::new(found);
-                Box::new(move |entry| {
-                    if cancel.is_cancelled() {
-                        return WalkState::Quit;
-                    }
-                    let Ok(entry) = entry else {
-                        return WalkState::Continue;
-                    };
-                    if entry.depth() == 0 {
-                        return WalkState::Continue;
-                    }
-                    let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
-                    if glob.is_match(rel) {
-                        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                        batch.push((guard.show(entry.path()), is_dir));
-                    }
-                    WalkState::Continue
-                })
-            });
-        if cancel.is_cancelled() {
+        let found = matching_paths(&env.guard, &root, &glob, || cancel.is_cancelled())
+            .map_err(|e| walk_error(env, &root, e))?;
+        let Some(mut found) = found else {
             return Err(cancelled("search_files"));
-        }
-        let mut found = found.into_inner().unwrap_or_default();
+        };
         found.sort();
         let total = found.len();
         let rows: Vec<String> = found
@@ -203,5 +180,84 @@ impl SearchFiles {
             ));
         }
         Ok(ToolOutput::new(text, data))
+    }
+}
+
+/// The paths under `root` that `glob` matches, as the model sees them, each with
+/// whether it is a directory; `None` when cancelled. Walked by descriptor beneath the
+/// root that admitted it (one thread: the walk is names only, no file is read), so a
+/// directory swapped for a link is matched as the link and never searched through.
+fn matching_paths(
+    guard: &PathGuard,
+    root: &Allowed,
+    glob: &PathGlob,
+    cancelled: impl Fn() -> bool,
+) -> io::Result<Option<Vec<(String, bool)>>> {
+    let mut found = Vec::new();
+    let mut stopped = false;
+    walk_beneath(root, Visibility::default(), None, |entry| {
+        if cancelled() {
+            stopped = true;
+            return ControlFlow::Break(());
+        }
+        if glob.is_match(entry.rel) {
+            let is_dir = entry.kind == Kind::Dir;
+            found.push((guard.show(&root.abs.join(entry.rel)), is_dir));
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok((!stopped).then_some(found))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+    use crate::guard::Access;
+
+    #[test]
+    fn search_files_refuses_a_directory_swapped_for_a_link_after_the_check() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let out = tmp.path().join("out");
+        fs::create_dir_all(ws.join("d")).unwrap();
+        fs::write(ws.join("d/inside"), "x").unwrap();
+        fs::create_dir(&out).unwrap();
+        fs::write(out.join("secret"), "x").unwrap();
+        let guard = PathGuard::new(&ws, &[], &[]).unwrap();
+        let top = guard.check(".", Access::Read).unwrap();
+        let d = guard.check("d", Access::Read).unwrap();
+        let all = PathGlob::new("**/*", &top.abs).unwrap();
+        // The task's swap, between the guard's check and the walk.
+        fs::rename(ws.join("d"), ws.join("d.real")).unwrap();
+        symlink(&out, ws.join("d")).unwrap();
+        // The control: a walk by the checked path follows the swap outside.
+        let by_path: Vec<_> = fs::read_dir(&d.abs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(by_path, ["secret"]);
+
+        let refused = matching_paths(&guard, &d, &all, || false).unwrap_err();
+        // ENOTDIR for the link itself (O_DIRECTORY|O_NOFOLLOW), ELOOP for one on the way.
+        assert_eq!(
+            refused.raw_os_error(),
+            Some(nix::libc::ENOTDIR),
+            "{refused}"
+        );
+        let mut found = matching_paths(&guard, &top, &all, || false)
+            .unwrap()
+            .unwrap();
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                ("d".to_string(), false),
+                ("d.real".to_string(), true),
+                ("d.real/inside".to_string(), false),
+            ]
+        );
     }
 }
