@@ -23,30 +23,17 @@ pub(super) fn subject<'a>(
         // own links (`python3` -> `python3.11`, `cc` -> `x86_64-linux-gnu-gcc-12`) are
         // named by what people call them.
         let by_file = policy.evaluate_exec(real, &req.argv, nested);
-        let judged = !by_file.matched.is_empty() || crate::policy::program::is_anonymous(real);
-        if judged && by_file.decision > verdict.decision {
-            let mut matched = verdict.matched;
-            matched.extend(by_file.matched);
-            verdict = crate::policy::Verdict {
-                decision: by_file.decision,
-                reason: format!("{} is {real}: {}", req.program, by_file.reason),
-                matched,
-            };
+        if !by_file.matched.is_empty() || crate::policy::program::is_anonymous(real) {
+            verdict = stricter(verdict, by_file, || format!("{} is {real}", req.program));
         }
     }
     if let Some(name) = &req.copy_of {
         // A copy of a program the policy names is that program: judged as it, with
         // the same argv (`cp /usr/bin/touch t && ./t x` is `touch x`).
         let as_copy = policy.evaluate_exec(name, &req.argv, nested);
-        if as_copy.decision > verdict.decision {
-            let mut matched = verdict.matched;
-            matched.extend(as_copy.matched);
-            verdict = crate::policy::Verdict {
-                decision: as_copy.decision,
-                reason: format!("{} is a copy of {name}: {}", req.program, as_copy.reason),
-                matched,
-            };
-        }
+        verdict = stricter(verdict, as_copy, || {
+            format!("{} is a copy of {name}", req.program)
+        });
     }
     let Some(interp) = &req.interpreter else {
         return (&req.program, &req.argv, verdict);
@@ -71,6 +58,25 @@ pub(super) fn subject<'a>(
             &req.argv,
             crate::policy::Verdict { matched, ..verdict },
         )
+    }
+}
+
+/// `other` when it is the stricter verdict (its reason prefixed by `why`), else `verdict`;
+/// either way with both verdicts' rules.
+fn stricter(
+    verdict: crate::policy::Verdict,
+    other: crate::policy::Verdict,
+    why: impl FnOnce() -> String,
+) -> crate::policy::Verdict {
+    if other.decision <= verdict.decision {
+        return verdict;
+    }
+    let mut matched = verdict.matched;
+    matched.extend(other.matched);
+    crate::policy::Verdict {
+        decision: other.decision,
+        reason: format!("{}: {}", why(), other.reason),
+        matched,
     }
 }
 
