@@ -22,7 +22,9 @@ server = repo / "tests" / "mcp" / "upstream" / "catalog_server.py"
 
 
 root = tempfile.mkdtemp(prefix="whalebox-mcp-bench-")
-env = {"PATH": os.environ["PATH"], "HOME": root, "RUST_LOG": "warn"}
+# HOME (and the checkpoint store under it) outside the workspace, as whalebox requires.
+home = tempfile.mkdtemp(prefix="whalebox-mcp-bench-home-")
+env = {"PATH": os.environ["PATH"], "HOME": home, "RUST_LOG": "warn"}
 base = pathlib.Path(sys.base_prefix).resolve()
 profile = pathlib.Path(root) / "p.toml"
 profile.write_text(
@@ -47,3 +49,4 @@ print(f"mcp bench: tool_search over a catalog of {960 + 2 * 47} tools: median {s
 direct.close()
 behind.close()
 shutil.rmtree(root, ignore_errors=True)
+shutil.rmtree(home, ignore_errors=True)

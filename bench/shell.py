@@ -18,7 +18,9 @@ binary = sys.argv[1]
 gated = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "zsh", "bin", "zsh")
 shell = os.path.realpath(gated) if os.access(gated, os.X_OK) else (shutil.which("zsh") or shutil.which("bash"))
 ws = tempfile.mkdtemp(prefix="whalebox-shell-bench-")
-env = {"PATH": os.environ["PATH"], "HOME": ws, "RUST_LOG": "warn"}
+# HOME (and the checkpoint store under it) outside the workspace, as whalebox requires.
+home = tempfile.mkdtemp(prefix="whalebox-shell-bench-home-")
+env = {"PATH": os.environ["PATH"], "HOME": home, "RUST_LOG": "warn"}
 
 
 bare = median_ms(lambda: subprocess.run([shell, "-fc", "true"], check=True), RUNS)
@@ -48,6 +50,7 @@ call = median_ms(
     max(20, RUNS // 4),
 )
 shutil.rmtree(ws)
+shutil.rmtree(home, ignore_errors=True)
 print(f"shell: {shell}; {RUNS} runs each; medians in ms")
 print(f"  bare `{os.path.basename(shell)} -c true`      {bare:7.2f}")
 print(f"  MCP shell_run (pipe)         {pipe:7.2f}   +{pipe - bare:.2f} ms over bare ({pipe / bare:.2f}x)   target: within 2 ms")

@@ -48,12 +48,14 @@ server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 port = server.server_address[1]
 root = tempfile.mkdtemp(prefix="whalebox-web-bench-")
+# HOME (and the checkpoint store under it) outside the workspace, as whalebox requires.
+home = tempfile.mkdtemp(prefix="whalebox-web-bench-home-")
 profile = os.path.join(root, "web.toml")
 with open(profile, "w") as f:
     f.write(f'tools = ["web"]\n[web]\nallow_private = ["127.0.0.1"]\nports = [{port}]\n'
             'max_bytes = 67108864\ntimeout_ms = 60000\n')
 s = Session(binary, ["--profile", profile, "--workspace", root],
-            {"PATH": os.environ["PATH"], "HOME": root, "RUST_LOG": "warn"})
+            {"PATH": os.environ["PATH"], "HOME": home, "RUST_LOG": "warn"})
 
 n = [0]
 
@@ -80,7 +82,7 @@ s.close()
 # Paging memory in a session of its own: its peak resident memory against the same
 # session's memory before the first page.
 s = Session(binary, ["--profile", profile, "--workspace", root],
-            {"PATH": os.environ["PATH"], "HOME": root, "RUST_LOG": "warn"})
+            {"PATH": os.environ["PATH"], "HOME": home, "RUST_LOG": "warn"})
 
 
 def rss_kb(field):

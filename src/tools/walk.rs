@@ -8,6 +8,8 @@ use std::ffi::OsStr;
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{Match, WalkBuilder};
@@ -93,6 +95,152 @@ pub(crate) fn walk_beneath(
     Ok(())
 }
 
+/// [`walk_beneath`] on several threads, in no particular order (for a caller that sorts
+/// what it collects): each directory is still opened beneath the one it was listed in,
+/// following no link, by whichever thread lists it. Pending directories are kept as
+/// (parent, name), so a wide tree holds one descriptor per parent, not per child.
+pub(crate) fn walk_beneath_parallel(
+    start: &Allowed,
+    visibility: Visibility,
+    visit: &(dyn Fn(&Found<'_>) -> ControlFlow<()> + Sync),
+) -> io::Result<()> {
+    let dir = start.dir()?;
+    let mut rules = Rules::new(visibility);
+    if rules.active {
+        rules.add_parents(start);
+    }
+    let first = Job {
+        dir: Pending::Open(dir),
+        abs: start.abs.clone(),
+        rel: PathBuf::new(),
+        depth: 1,
+        rules,
+    };
+    let work = Work {
+        queue: Mutex::new((vec![first], 0)),
+        changed: Condvar::new(),
+        stop: AtomicBool::new(false),
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get().min(8))
+        .unwrap_or(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| work.run(visit));
+        }
+    });
+    Ok(())
+}
+
+/// A directory to list: open already (the start) or a name in its parent.
+enum Pending {
+    Open(Dir),
+    In(Arc<Dir>, std::ffi::OsString),
+}
+
+struct Job {
+    dir: Pending,
+    abs: PathBuf,
+    rel: PathBuf,
+    depth: usize,
+    /// The rules above this directory.
+    rules: Rules,
+}
+
+/// The parallel walk's shared state: the jobs and how many threads hold one.
+struct Work {
+    queue: Mutex<(Vec<Job>, usize)>,
+    changed: Condvar,
+    stop: AtomicBool,
+}
+
+impl Work {
+    fn run(&self, visit: &(dyn Fn(&Found<'_>) -> ControlFlow<()> + Sync)) {
+        loop {
+            let job = {
+                let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    if self.stop.load(Ordering::Relaxed) {
+                        self.changed.notify_all();
+                        return;
+                    }
+                    if let Some(job) = q.0.pop() {
+                        q.1 += 1;
+                        break job;
+                    }
+                    if q.1 == 0 {
+                        // Nothing queued and nobody listing: the walk is over.
+                        self.changed.notify_all();
+                        return;
+                    }
+                    q = self.changed.wait(q).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            self.list(job, visit);
+            let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.1 -= 1;
+            self.changed.notify_all();
+        }
+    }
+
+    fn list(&self, job: Job, visit: &(dyn Fn(&Found<'_>) -> ControlFlow<()> + Sync)) {
+        let dir = match job.dir {
+            Pending::Open(dir) => dir,
+            // Opened beneath its parent without following a link: an entry swapped for
+            // a link since the listing is refused here (ELOOP/ENOTDIR), and skipped.
+            Pending::In(parent, name) => match parent.sub(Path::new(&name)) {
+                Ok(dir) => dir,
+                Err(_) => return,
+            },
+        };
+        // Unreadable: skipped, as the path walker skips it.
+        let Ok(entries) = dir.list() else {
+            return;
+        };
+        let mut rules = job.rules;
+        rules.push(&dir, &job.abs, Some(&entries));
+        let dir = Arc::new(dir);
+        for entry in &entries {
+            if entry.name == ".git" {
+                continue;
+            }
+            let is_dir = entry.kind == Kind::Dir;
+            let path = job.abs.join(&entry.name);
+            if rules.skips(&path, &entry.name, is_dir) {
+                continue;
+            }
+            let rel = job.rel.join(&entry.name);
+            let found = Found {
+                dir: &dir,
+                name: &entry.name,
+                rel: &rel,
+                depth: job.depth,
+                kind: entry.kind,
+            };
+            if visit(&found).is_break() {
+                self.stop.store(true, Ordering::Relaxed);
+                return;
+            }
+            if is_dir && job.depth < MAX_WALK_DEPTH {
+                // Queued at once, so an idle thread starts on it while this one lists on.
+                let below = Job {
+                    dir: Pending::In(Arc::clone(&dir), entry.name.clone()),
+                    abs: path,
+                    rel,
+                    depth: job.depth + 1,
+                    rules: rules.clone(),
+                };
+                self.queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+                    .push(below);
+                self.changed.notify_one();
+            }
+        }
+    }
+}
+
 /// Visit the entries of `dir` (at `abs`, `rel` from the start) and descend into its
 /// directories.
 fn descend(
@@ -154,14 +302,25 @@ struct Level {
     has_git: bool,
 }
 
+/// One level of [`Rules`] and those above it, shared by the directories below (the
+/// parallel walk hands each directory's rules to whichever thread lists it).
+struct Chain {
+    level: Level,
+    /// Whether this level or one above has a repository (`.git`, `.jj`).
+    any_git: bool,
+    up: Option<Arc<Chain>>,
+}
+
 /// The ignore rules in force during a walk: one level per directory from `/` down to
-/// the one being listed.
+/// the one being listed. Cheap to clone.
+#[derive(Clone)]
 struct Rules {
     /// Whether ignore files apply at all (not with `include_ignored`).
     active: bool,
     hidden: bool,
-    levels: Vec<Level>,
-    global: Gitignore,
+    /// The deepest level (the directory being listed), linked to those above.
+    top: Option<Arc<Chain>>,
+    global: Arc<Gitignore>,
 }
 
 impl Rules {
@@ -170,14 +329,14 @@ impl Rules {
         Rules {
             active,
             hidden: !visibility.hidden,
-            levels: Vec::new(),
+            top: None,
             // git's core.excludesFile (or ~/.config/git/ignore): the server's own
             // configuration, read by path as the walker reads it.
-            global: if active {
+            global: Arc::new(if active {
                 Gitignore::global().0
             } else {
                 Gitignore::empty()
-            },
+            }),
         }
     }
 
@@ -199,7 +358,7 @@ impl Rules {
             };
             match dir {
                 Some(dir) => self.push(&dir, abs, None),
-                None => self.levels.push(Level::empty()),
+                None => self.push_level(Level::empty()),
             }
         }
     }
@@ -212,11 +371,17 @@ impl Rules {
         } else {
             Level::empty()
         };
-        self.levels.push(level);
+        self.push_level(level);
+    }
+
+    fn push_level(&mut self, level: Level) {
+        let up = self.top.take();
+        let any_git = level.has_git || up.as_ref().is_some_and(|c| c.any_git);
+        self.top = Some(Arc::new(Chain { level, any_git, up }));
     }
 
     fn pop(&mut self) {
-        self.levels.pop();
+        self.top = self.top.take().and_then(|c| c.up.clone());
     }
 
     /// Whether `ignore`'s walker would skip the entry at `path` (named `name`).
@@ -236,10 +401,13 @@ impl Rules {
         if !self.active {
             return Match::None;
         }
-        let any_git = self.levels.iter().any(|l| l.has_git);
+        let any_git = self.top.as_ref().is_some_and(|c| c.any_git);
         let (mut ignore, mut gitignore, mut exclude) = (Match::None, Match::None, Match::None);
         let mut saw_git = false;
-        for level in self.levels.iter().rev() {
+        let mut at = self.top.as_deref();
+        while let Some(chain) = at {
+            at = chain.up.as_deref();
+            let level = &chain.level;
             if ignore.is_none() {
                 ignore = level.ignore.matched(path, is_dir).map(|_| ());
             }
@@ -378,6 +546,17 @@ mod tests {
             ControlFlow::Continue(())
         })
         .unwrap();
+        // The parallel walk (search_files') sees the very same.
+        let parallel = std::sync::Mutex::new(BTreeSet::new());
+        walk_beneath_parallel(&start, visibility, &|f| {
+            parallel
+                .lock()
+                .unwrap()
+                .insert((f.rel.display().to_string(), f.kind == Kind::Dir));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(seen, parallel.into_inner().unwrap(), "{visibility:?}");
         seen
     }
 

@@ -14,6 +14,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use nix::errno::Errno;
@@ -276,25 +277,68 @@ impl Dir {
     /// [`Kind::Dir`], and through [`Dir::sub`], so an entry swapped for a link after this
     /// listing is refused there, never followed.
     pub fn list(&self) -> io::Result<Vec<Entry>> {
+        // Read on this descriptor from its start (a second listing reads it all again):
+        // getdents64 directly, since opendir(3) would open, stat and fcntl the directory
+        // again for every one a walk lists.
+        nix::unistd::lseek(&self.fd, 0, nix::unistd::Whence::SeekSet)?;
+        let mut buf = vec![0u8; 32 * 1024];
         let mut entries = Vec::new();
-        for entry in std::fs::read_dir(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))? {
-            let entry = entry?;
-            // `file_type` is the listing's d_type, or an lstat relative to this
-            // directory where the file system gives none: never a followed link.
-            let kind = match entry.file_type() {
-                Ok(t) if t.is_symlink() => Kind::Symlink,
-                Ok(t) if t.is_dir() => Kind::Dir,
-                Ok(t) if t.is_file() => Kind::File,
-                Ok(_) => Kind::Other,
-                // Gone since the listing: nothing to show.
-                Err(_) => continue,
+        loop {
+            // SAFETY: the kernel writes at most `buf.len()` bytes of dirent64 records.
+            let n = unsafe {
+                nix::libc::syscall(
+                    nix::libc::SYS_getdents64,
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                )
             };
-            entries.push(Entry {
-                name: entry.file_name(),
-                kind,
-            });
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if n == 0 {
+                return Ok(entries);
+            }
+            let mut at = 0usize;
+            while at + 19 < n as usize {
+                // struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name\0.
+                let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+                let d_type = buf[at + 18];
+                let record = &buf[at + 19..at + reclen];
+                at += reclen;
+                let name = &record[..record.iter().position(|&b| b == 0).unwrap_or(record.len())];
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                let name = OsStr::from_bytes(name);
+                // The listing's type, or an lstat relative to this directory where the
+                // file system gives none: never a followed link.
+                let kind = match d_type {
+                    nix::libc::DT_LNK => Kind::Symlink,
+                    nix::libc::DT_DIR => Kind::Dir,
+                    nix::libc::DT_REG => Kind::File,
+                    nix::libc::DT_UNKNOWN => {
+                        match fstatat(&self.fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+                            Ok(st) => {
+                                match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
+                                    SFlag::S_IFLNK => Kind::Symlink,
+                                    SFlag::S_IFDIR => Kind::Dir,
+                                    SFlag::S_IFREG => Kind::File,
+                                    _ => Kind::Other,
+                                }
+                            }
+                            // Gone since the listing: nothing to show.
+                            Err(_) => continue,
+                        }
+                    }
+                    _ => Kind::Other,
+                };
+                entries.push(Entry {
+                    name: name.to_os_string(),
+                    kind,
+                });
+            }
         }
-        Ok(entries)
     }
 
     /// The target of the link `name` here.

@@ -15,7 +15,7 @@ use crate::guard::beneath::Kind;
 use crate::guard::{Allowed, PathGuard};
 use crate::tools::Env;
 use crate::tools::common::{args, walk_error};
-use crate::tools::walk::{Visibility, skipped_note, walk_beneath};
+use crate::tools::walk::{Visibility, skipped_note, walk_beneath_parallel};
 
 use super::{cancelled, fit_rows, search_root};
 
@@ -185,28 +185,34 @@ impl SearchFiles {
 
 /// The paths under `root` that `glob` matches, as the model sees them, each with
 /// whether it is a directory; `None` when cancelled. Walked by descriptor beneath the
-/// root that admitted it (one thread: the walk is names only, no file is read), so a
-/// directory swapped for a link is matched as the link and never searched through.
+/// root that admitted it (on several threads, as ripgrep's walker), so a directory
+/// swapped for a link is matched as the link and never searched through.
 fn matching_paths(
     guard: &PathGuard,
     root: &Allowed,
     glob: &PathGlob,
-    cancelled: impl Fn() -> bool,
+    cancelled: impl Fn() -> bool + Sync,
 ) -> io::Result<Option<Vec<(String, bool)>>> {
-    let mut found = Vec::new();
-    let mut stopped = false;
-    walk_beneath(root, Visibility::default(), None, |entry| {
+    // In no order, on several threads: the caller sorts by path.
+    let found = std::sync::Mutex::new(Vec::new());
+    let stopped = std::sync::atomic::AtomicBool::new(false);
+    walk_beneath_parallel(root, Visibility::default(), &|entry| {
         if cancelled() {
-            stopped = true;
+            stopped.store(true, std::sync::atomic::Ordering::Relaxed);
             return ControlFlow::Break(());
         }
         if glob.is_match(entry.rel) {
             let is_dir = entry.kind == Kind::Dir;
-            found.push((guard.show(&root.abs.join(entry.rel)), is_dir));
+            let shown = guard.show(&root.abs.join(entry.rel));
+            found
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((shown, is_dir));
         }
         ControlFlow::Continue(())
     })?;
-    Ok((!stopped).then_some(found))
+    let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok((!stopped.into_inner()).then_some(found))
 }
 
 #[cfg(test)]
