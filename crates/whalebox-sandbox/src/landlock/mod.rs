@@ -66,8 +66,9 @@ pub struct Sandbox {
     #[serde(default)]
     pub server_rmdir: Vec<PathBuf>,
     /// Whether the server's own layer grants the device files under `/dev` (read, write,
-    /// ioctl, listing; nothing made, removed or run) rather than [`DEVICES`] alone: set when sessions
-    /// get a devpts instance of their own over `/dev/pts` (see `spaces`), whose
+    /// ioctl, listing; nothing made, removed or run) rather than the listed devices
+    /// alone: set when sessions get a devpts instance of their own over `/dev/pts` (see
+    /// `spaces`), whose
     /// terminals no rule on the machine's `/dev/pts` or `/dev/ptmx` reaches (Landlock
     /// skips a covered mount point when it walks up a path; `/dev` is the nearest
     /// directory it checks). The task's layer, added inside the session's namespaces,
