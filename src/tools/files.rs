@@ -457,26 +457,19 @@ fn list_entries(
 #[cfg(test)]
 mod tests {
     use std::fs;
-    use std::os::unix::fs::symlink;
 
     use super::*;
     use crate::guard::PathGuard;
 
     #[test]
     fn list_dir_refuses_a_directory_swapped_for_a_link_after_the_check() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().join("ws");
-        let out = tmp.path().join("out");
-        fs::create_dir_all(ws.join("d")).unwrap();
-        fs::write(ws.join("d/inside"), "x").unwrap();
-        fs::create_dir(&out).unwrap();
-        fs::write(out.join("secret"), "x").unwrap();
-        let guard = PathGuard::new(&ws, &[], &[]).unwrap();
+        let f = crate::tools::walk::SwapFixture::new();
+        let ws = &f.ws;
+        let guard = PathGuard::new(ws, &[], &[]).unwrap();
         let top = guard.check(".", Access::Read).unwrap();
         let d = guard.check("d", Access::Read).unwrap();
         // The task's swap, between the guard's check and the walk.
-        fs::rename(ws.join("d"), ws.join("d.real")).unwrap();
-        symlink(&out, ws.join("d")).unwrap();
+        f.swap();
         // The control: a walk by the checked path follows the swap outside.
         let by_path: Vec<_> = fs::read_dir(&d.abs)
             .unwrap()
@@ -504,7 +497,7 @@ mod tests {
         assert_eq!(
             listed,
             [
-                ("d", "symlink", Some(out.display().to_string())),
+                ("d", "symlink", Some(f.out.display().to_string())),
                 ("d.real", "dir", None),
                 ("d.real/inside", "file", None),
             ]

@@ -528,6 +528,35 @@ fn worktree_exclude(dir: &Dir) -> Option<PathBuf> {
     Some(common.join("info/exclude"))
 }
 
+/// The swap the tests of the descriptor walks stage: a workspace `ws` with `d/inside`,
+/// and `out/secret` outside it, which `d` is swapped for a link to.
+#[cfg(test)]
+pub(crate) struct SwapFixture {
+    _tmp: tempfile::TempDir,
+    pub ws: PathBuf,
+    pub out: PathBuf,
+}
+
+#[cfg(test)]
+impl SwapFixture {
+    pub fn new() -> SwapFixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().join("ws");
+        let out = tmp.path().join("out");
+        std::fs::create_dir_all(ws.join("d")).unwrap();
+        std::fs::write(ws.join("d/inside"), "x").unwrap();
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("secret"), "x").unwrap();
+        SwapFixture { _tmp: tmp, ws, out }
+    }
+
+    /// The task's swap: `d` moved aside and a link to `out` in its place.
+    pub fn swap(&self) {
+        std::fs::rename(self.ws.join("d"), self.ws.join("d.real")).unwrap();
+        std::os::unix::fs::symlink(&self.out, self.ws.join("d")).unwrap();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -635,14 +664,9 @@ mod tests {
 
     #[test]
     fn a_directory_swapped_for_a_link_mid_walk_is_not_descended() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ws = tmp.path().join("ws");
-        let out = tmp.path().join("out");
-        fs::create_dir_all(ws.join("d")).unwrap();
-        fs::write(ws.join("d/inside"), "x").unwrap();
-        fs::create_dir(&out).unwrap();
-        fs::write(out.join("secret"), "x").unwrap();
-        let guard = PathGuard::new(&ws, &[], &[]).unwrap();
+        let fixture = SwapFixture::new();
+        let ws = &fixture.ws;
+        let guard = PathGuard::new(ws, &[], &[]).unwrap();
         let start = guard.check(".", Access::Read).unwrap();
 
         let mut seen = Vec::new();
@@ -652,8 +676,7 @@ mod tests {
                 // The task's swap, after the listing said `d` is a directory and
                 // before the walk descends into it.
                 assert_eq!(f.kind, Kind::Dir);
-                fs::rename(ws.join("d"), ws.join("d.real")).unwrap();
-                symlink(&out, ws.join("d")).unwrap();
+                fixture.swap();
                 // The control: a walk by path follows the swap outside.
                 let by_path: Vec<_> = fs::read_dir(ws.join("d"))
                     .unwrap()
