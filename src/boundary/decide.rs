@@ -112,7 +112,9 @@ fn command_line(program: &str, argv: &[String]) -> String {
 
 pub(super) fn decide(req: &Request, shared: &Shared) -> (Decision, String, serde_json::Value) {
     let (program, argv, verdict) = subject(req, &shared.policy);
-    let task_id = (shared.task_of)(req.pid).or_else(|| (shared.task_of)(req.peer));
+    // The connecting process first: its pid is the kernel's, in our namespace; the pid
+    // a gate writes is in the session's PID namespace, and names another process here.
+    let task_id = (shared.task_of)(req.peer).or_else(|| (shared.task_of)(req.pid));
     let mut approval_needed = false;
     let (decision, reason, approved_by) = match verdict.decision {
         Decision::Ask => {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::ToolError;
 use crate::guard::landlock::{Extras, Layer, Sandbox, Status};
+use crate::guard::spaces::Wanted;
 use crate::net::fence::TaskNet;
 
 use super::{Env, SetupError};
@@ -234,24 +235,36 @@ impl Env {
         let mut sandbox = self.sandbox.clone();
         if self.shell_on() || self.profile.tools.iter().any(|g| g == "mcp") {
             // The sessions' namespaces are made by a process outside the fences (a
-            // Landlock domain may not mount), started now.
+            // Landlock domain may not mount), started now, and each slot's are made
+            // now: what is mounted in them (its /proc, its terminals) only a rule on
+            // its own root reaches, and this layer is built once.
             super::spaces::start_factory();
-            if let Some(s) = &mut sandbox {
-                // Each session's mount namespace gets a devpts instance of its own (the
-                // machine's other terminals out of reach), which only a rule on /dev
-                // reaches in the server's layer.
-                s.server_devices = true;
-            }
             match super::spaces::ShmPool::create(self.private.root(), sessions.max(1)) {
-                Ok(pool) => {
+                Ok(mut pool) => {
+                    if let Some(factory) = super::spaces::factory() {
+                        let wanted = Wanted {
+                            hide: self.sockets_to_hide(),
+                            ..self.wanted_spaces()
+                        };
+                        pool.make_spaces(factory, &wanted);
+                    }
                     if let Some(s) = &mut sandbox {
                         s.server_private.extend(pool.dirs().iter().cloned());
+                        s.server_roots.extend(pool.roots());
+                        // Sessions past the slots mount a devpts of their own, which
+                        // only a rule on /dev reaches, unless every slot's is named.
+                        s.server_devices = !pool.all_terminals_named();
                     }
                     let _ = self.shm_pool.set(std::sync::Arc::new(pool));
                 }
-                Err(e) => tracing::warn!(
-                    "cannot make the sessions' /dev/shm directories ({e}): commands get no /dev/shm"
-                ),
+                Err(e) => {
+                    if let Some(s) = &mut sandbox {
+                        s.server_devices = true;
+                    }
+                    tracing::warn!(
+                        "cannot make the sessions' /dev/shm directories ({e}): commands get no /dev/shm"
+                    )
+                }
             }
         }
         let status = match &sandbox {

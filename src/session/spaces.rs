@@ -1,7 +1,9 @@
 //! A session's namespaces (see `guard::spaces`): the factory started before the server
-//! enters its fences, the pool of `/dev/shm` directories its Landlock layer names, the
-//! session's holder made with its first task, and the socket its tasks' supervisors
-//! join through.
+//! enters its fences; the pool of session slots, each a `/dev/shm` directory and the
+//! namespaces made for it then (a PID namespace with its own `/proc`, a devpts of its
+//! own), which the server's Landlock layer names; the slot a session takes with its
+//! first task (or a holder made then, past the slots); and the socket its tasks'
+//! supervisors join through.
 
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -9,6 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::guard::spaces::{Factory, Made, Spaces, Wanted};
+
+/// The factory, if it runs.
+pub(super) fn factory() -> Option<&'static Factory> {
+    FACTORY.get().and_then(Option::as_ref)
+}
 
 use super::Env;
 
@@ -37,13 +44,18 @@ pub(super) fn factory_running() -> bool {
     FACTORY.get().is_some_and(Option::is_some)
 }
 
-/// The `/dev/shm` directories of a server's sessions, made before the server enters its
-/// fences (its Landlock layer grants each by name: a bind mount's files are judged by
-/// the rules on the mounted directory itself, not on its parents), one per session at
-/// most; a session past them gets none (its `/dev/shm` stays closed, and it says so).
+/// The slots of a server's sessions, one per session it may hold, made before the
+/// server enters its fences: each a `/dev/shm` directory (its Landlock layer grants each
+/// by name: a bind mount's files are judged by the rules on the mounted directory
+/// itself, not on its parents) and, where the machine allows, the namespaces made for
+/// it then (its `/proc` and terminals are mounted over the machine's, which only a rule
+/// on their own roots reaches: the layer names them by descriptor). A session past them
+/// gets no `/dev/shm` (it stays closed, and it says so).
 #[derive(Debug)]
 pub struct ShmPool {
     dirs: Vec<PathBuf>,
+    /// Each slot's namespaces, reused by one session after another.
+    spaces: Vec<Option<Arc<Spaces>>>,
     taken: Mutex<Vec<bool>>,
 }
 
@@ -64,12 +76,64 @@ impl ShmPool {
         }
         Ok(ShmPool {
             taken: Mutex::new(vec![false; count]),
+            spaces: vec![None; count],
             dirs,
         })
     }
 
     pub(super) fn dirs(&self) -> &[PathBuf] {
         &self.dirs
+    }
+
+    /// Make each slot's namespaces ahead (`wanted` without its `/dev/shm` directory,
+    /// which is the slot's). What the machine does not allow is said once.
+    pub(super) fn make_spaces(&mut self, factory: &Factory, wanted: &Wanted) {
+        let mut said = false;
+        for (dir, spaces) in self.dirs.iter().zip(&mut self.spaces) {
+            let wanted = Wanted {
+                shm: Some(dir.clone()),
+                ..wanted.clone()
+            };
+            match factory.make(&wanted) {
+                Ok(made) => {
+                    if !said {
+                        for why in made.why_not() {
+                            tracing::info!("session namespaces: {why}");
+                        }
+                        said = true;
+                    }
+                    *spaces = Some(Arc::new(made));
+                }
+                Err(e) => {
+                    tracing::warn!("cannot make a session's namespaces ahead: {e}");
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The roots the server's layer must name for the slots' `/proc` and terminals,
+    /// each with the machine's path it stands in for.
+    pub(super) fn roots(&self) -> Vec<(Arc<std::os::fd::OwnedFd>, PathBuf)> {
+        self.spaces
+            .iter()
+            .flatten()
+            .flat_map(|s| s.roots())
+            .filter_map(|(root, fd)| {
+                let fd = fd.try_clone_to_owned().ok()?;
+                Some((Arc::new(fd), PathBuf::from(root.stands_for())))
+            })
+            .collect()
+    }
+
+    /// Whether every slot has terminals of its own the server's layer names (else the
+    /// layer must grant `/dev` for the sessions that make theirs later).
+    pub(super) fn all_terminals_named(&self) -> bool {
+        use crate::guard::spaces::Root;
+        self.spaces.iter().all(|s| {
+            s.as_ref()
+                .is_some_and(|s| s.roots().iter().any(|(r, _)| *r == Root::Terminals))
+        })
     }
 
     fn take(self: &Arc<Self>) -> Option<ShmSlot> {
@@ -93,6 +157,11 @@ struct ShmSlot {
 impl ShmSlot {
     fn dir(&self) -> &Path {
         &self.pool.dirs[self.index]
+    }
+
+    /// The namespaces made for the slot ahead, if any.
+    fn spaces(&self) -> Option<&Arc<Spaces>> {
+        self.pool.spaces[self.index].as_ref()
     }
 }
 
@@ -187,23 +256,43 @@ impl Drop for SessionSpaces {
         let _ = UnixStream::connect(&self.socket);
         let _ = std::fs::remove_file(&self.socket);
         // Whatever of the session still runs (a daemon that outlived its task) goes
-        // before its /dev/shm is emptied and given to another session.
+        // before its /dev/shm is emptied and its slot given to another session: what is
+        // in its PID namespace by its first process (atomically, forks included), the
+        // supervisors outside it here, then once more what one of them forked between.
+        let pid_namespace = self.spaces.made().pid;
+        let end_tasks = || {
+            if pid_namespace && let Err(e) = self.spaces.end_tasks() {
+                tracing::warn!("the session's processes could not all be ended: {e}");
+            }
+        };
+        end_tasks();
         end_leftovers(&self.spaces.identities(), self.spaces.pid());
+        end_tasks();
     }
 }
 
 /// SIGKILL every process in one of `namespaces` (a session's network or mount
-/// namespace) but the holder, which leaves by itself.
+/// namespace) but the holder, which leaves by itself, and those in its PID namespace,
+/// which the holder ends ([`Spaces::end_tasks`]).
 fn end_leftovers(namespaces: &[crate::guard::spaces::Identity], holder: i32) {
     use std::os::unix::fs::MetadataExt;
     let ours: Vec<(u64, u64)> = namespaces
         .iter()
-        .filter(|n| n.kind != 'u')
+        .filter(|n| n.kind == 'n' || n.kind == 'm')
         .map(|n| (n.dev, n.ino))
         .collect();
     if ours.is_empty() {
         return;
     }
+    let pid_namespace = namespaces
+        .iter()
+        .find(|n| n.kind == 'p')
+        .map(|n| (n.dev, n.ino));
+    let in_pid_namespace = |pid: i32| {
+        pid_namespace.is_some_and(|ns| {
+            std::fs::metadata(format!("/proc/{pid}/ns/pid")).is_ok_and(|m| (m.dev(), m.ino()) == ns)
+        })
+    };
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return;
     };
@@ -211,7 +300,7 @@ fn end_leftovers(namespaces: &[crate::guard::spaces::Identity], holder: i32) {
         let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        if pid == holder || pid == std::process::id() as i32 {
+        if pid == holder || pid == std::process::id() as i32 || in_pid_namespace(pid) {
             continue;
         }
         let inside = ["net", "mnt"].iter().any(|ns| {
@@ -241,29 +330,36 @@ impl Env {
             .get()
             .and_then(Option::as_ref)
             .ok_or("no namespace factory (it starts with the server, before its fences)")?;
-        let net = &self.profile.network;
         let shm = self.shm_pool.get().and_then(ShmPool::take);
-        // The machine's listening unix sockets no grant names (a docker.sock) are hidden
-        // in the session's mount namespace (listed here, in the server's own network
-        // namespace, before the holder enters the session's).
-        let hide = match &self.sandbox {
-            Some(sandbox) if shm.is_some() => whalebox_sandbox::spaces::listening_unix_sockets()
-                .into_iter()
-                // whalebox's own (the decision and join sockets, the proxy's doors).
-                .filter(|s| !s.starts_with(self.private.root()))
-                .filter(|s| !sandbox.grants_socket(s))
-                .collect(),
-            _ => Vec::new(),
+        let hide = match &shm {
+            Some(_) => self.sockets_to_hide(),
+            None => Vec::new(),
         };
-        let wanted = Wanted {
-            network: net.on() && net.kernel != crate::profile::network::KernelFence::Landlock,
-            shm: shm.as_ref().map(|s| s.dir().to_path_buf()),
-            hide,
+        let spaces = match shm.as_ref().and_then(ShmSlot::spaces) {
+            Some(ahead) => {
+                // Listening sockets made on the machine since the slot was.
+                if let Err(e) = ahead.hide(&hide) {
+                    tracing::info!("session namespaces: {e}");
+                }
+                Arc::clone(ahead)
+            }
+            None => {
+                let wanted = Wanted {
+                    shm: shm.as_ref().map(|s| s.dir().to_path_buf()),
+                    hide,
+                    // A devpts or procfs mounted now is out of the server's layer's
+                    // reach, unless that layer grants /dev (no slot was made ahead).
+                    pid: false,
+                    terminals: self.sandbox.is_none() || !self.slots_name_terminals(),
+                    ..self.wanted_spaces()
+                };
+                let spaces = Arc::new(factory.make(&wanted)?);
+                for why in spaces.why_not() {
+                    tracing::info!("session namespaces: {why}");
+                }
+                spaces
+            }
         };
-        let spaces = Arc::new(factory.make(&wanted)?);
-        for why in spaces.why_not() {
-            tracing::info!("session namespaces: {why}");
-        }
         let token = random_token();
         let socket = self.private.run.join("join.sock");
         let _ = std::fs::remove_file(&socket);
@@ -295,11 +391,47 @@ impl Env {
         })
     }
 
+    /// What each session's namespaces are (without a `/dev/shm` directory or sockets to
+    /// hide, which are the session's).
+    pub(super) fn wanted_spaces(&self) -> Wanted {
+        let net = &self.profile.network;
+        Wanted {
+            network: net.on() && net.kernel != crate::profile::network::KernelFence::Landlock,
+            shm: None,
+            hide: Vec::new(),
+            pid: true,
+            terminals: true,
+        }
+    }
+
+    /// The machine's listening unix sockets no grant names (a docker.sock), to hide in
+    /// the session's mount namespace (listed here, in the server's own network
+    /// namespace).
+    pub(super) fn sockets_to_hide(&self) -> Vec<PathBuf> {
+        match &self.sandbox {
+            Some(sandbox) => whalebox_sandbox::spaces::listening_unix_sockets()
+                .into_iter()
+                // whalebox's own (the decision and join sockets, the proxy's doors).
+                .filter(|s| !s.starts_with(self.private.root()))
+                .filter(|s| !sandbox.grants_socket(s))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether the slots made ahead have terminals the server's layer names (so it
+    /// grants no `/dev`, and a holder made later must not mount a devpts).
+    fn slots_name_terminals(&self) -> bool {
+        self.shm_pool
+            .get()
+            .is_some_and(|pool| pool.all_terminals_named())
+    }
+
     /// The supervisor's `--join` value for a task (None: the session has no namespaces).
     pub fn task_join(&self) -> Option<String> {
         let spaces = self.spaces().ok()?;
         let made = spaces.made();
-        (made.network || made.mount)
+        (made.network || made.mount || made.pid)
             .then(|| serde_json::to_string(&spaces.join).ok())
             .flatten()
     }

@@ -191,8 +191,23 @@ pub fn main(args: Vec<OsString>) -> ! {
         Some(spec) => prepare_limits(spec),
         None => crate::guard::limits::ChildSetup::none(),
     };
-    if let Some(spec) = join {
-        join_session(spec, server);
+    // A decision-server connection made ahead, where the server can still be named.
+    let mut ahead = None;
+    if let Some(spec) = join
+        && join_session(spec, server)
+    {
+        if let Some(socket) = exec_gate {
+            match crate::boundary::kernel::connect_ahead(std::path::Path::new(socket), server) {
+                Ok(stream) => ahead = Some(stream),
+                Err(why) => {
+                    eprintln!(
+                        "whalebox: the exec boundary could not be installed: {why}; not running the command"
+                    );
+                    std::process::exit(126);
+                }
+            }
+        }
+        enter_pid_namespace();
     }
     if let Some(spec) = sandbox {
         enter_sandbox(spec);
@@ -225,11 +240,17 @@ pub fn main(args: Vec<OsString>) -> ! {
                 setup,
                 debuggers,
                 known,
+                ahead,
             },
         ),
         None => plain(shell, shell_args, setup),
     };
     kill_everything();
+    end_as(status)
+}
+
+/// Exit as the task's shell did: its exit code, or the same signal.
+fn end_as(status: Status) -> ! {
     match status {
         Some(Ok(code)) => std::process::exit(code),
         Some(Err(sig)) => {
@@ -245,6 +266,72 @@ pub fn main(args: Vec<OsString>) -> ! {
             std::process::exit(128 + sig as i32);
         }
         None => std::process::exit(126),
+    }
+}
+
+/// Fork into the session's PID namespace (joined: only our children are born in it).
+/// The child goes on as the supervisor, inside, where the task's pids, its `/proc` and
+/// the exec gate agree, and where it inherits the task's orphans (a subreaper outside
+/// the namespace does not: they would go to its first process). The parent stays
+/// outside as the process the server knows: it relays the kill-everything request
+/// (SIGHUP, its own death included) to the child and ends as the child does. Group
+/// signals (SIGINT, SIGTERM) reach the child and the task directly: they stay in our
+/// process group.
+fn enter_pid_namespace() {
+    use std::os::fd::AsFd;
+    // Its write end closes when the parent dies: how the child tells, after arming its
+    // parent-death signal, that the parent is already gone (getppid() is 0 inside).
+    let (alive_r, alive_w) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("whalebox: pipe: {e}; not running the command");
+            std::process::exit(126);
+        }
+    };
+    // SAFETY: single-threaded (the supervisor starts no thread before this).
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(alive_w);
+            let _ = nix::sys::prctl::set_pdeathsig(Some(Signal::SIGHUP));
+            let _ = nix::sys::prctl::set_child_subreaper(true);
+            let mut poll = [nix::poll::PollFd::new(
+                alive_r.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            if nix::poll::poll(&mut poll, nix::poll::PollTimeout::ZERO).is_ok_and(|n| n > 0) {
+                // The parent is gone: so is the task's reason to run.
+                std::process::exit(129);
+            }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(alive_r);
+            std::mem::forget(alive_w);
+            relay(child)
+        }
+        Err(e) => {
+            eprintln!(
+                "whalebox: cannot start the task in its session ({e}); not running the command"
+            );
+            std::process::exit(126);
+        }
+    }
+}
+
+/// Outside the PID namespace: wait for the supervisor inside, pass it the
+/// kill-everything request, and end as it did.
+fn relay(inside: Pid) -> ! {
+    let mut told = false;
+    loop {
+        if HANGUP.load(Ordering::SeqCst) && !told {
+            let _ = signal::kill(inside, Signal::SIGHUP);
+            told = true;
+        }
+        match waitpid(inside, None) {
+            Ok(WaitStatus::Exited(_, code)) => std::process::exit(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => end_as(Some(Err(sig))),
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => std::process::exit(126),
+        }
     }
 }
 
@@ -413,20 +500,24 @@ fn prepare_limits(spec: &OsString) -> crate::guard::limits::ChildSetup {
 }
 
 /// The session's namespaces, before the task's Landlock layer (which is then built
-/// inside them: its `/dev/shm` is the session's).
-fn join_session(spec: &OsString, server: i32) {
-    if let Err(why) = join_namespaces(spec, server) {
-        eprintln!(
-            "whalebox: the session's namespaces could not be joined: {why}; not running the command"
-        );
-        std::process::exit(126);
+/// inside them: its `/dev/shm` is the session's). True: a PID namespace was joined.
+fn join_session(spec: &OsString, server: i32) -> bool {
+    match join_namespaces(spec, server) {
+        Ok(pid) => pid,
+        Err(why) => {
+            eprintln!(
+                "whalebox: the session's namespaces could not be joined: {why}; not running the command"
+            );
+            std::process::exit(126);
+        }
     }
 }
 
 /// Join the namespaces of the session whose `--join` value is `spec`, asked of the
 /// server (pid `server`) on the session's socket. Call it single-threaded: a mount
-/// namespace cannot be joined by a thread that shares its file system view.
-pub(crate) fn join_namespaces(spec: &OsString, server: i32) -> Result<(), String> {
+/// namespace cannot be joined by a thread that shares its file system view. Ok(true):
+/// a PID namespace was joined (it holds the caller's children from then on).
+pub(crate) fn join_namespaces(spec: &OsString, server: i32) -> Result<bool, String> {
     let join: Join = spec
         .to_str()
         .ok_or_else(|| "not UTF-8".to_string())

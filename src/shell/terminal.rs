@@ -33,7 +33,7 @@ pub fn main(args: Vec<OsString>) -> ! {
             .and_then(|s| s.parse::<i32>().ok())
             .ok_or_else(|| "a bad server pid".to_string())
             .and_then(|server| super::supervisor::join_namespaces(join, server))
-            .and_then(|()| open_master())
+            .and_then(|_| open_master())
             .and_then(|master| send_master(&master)),
         _ => Err(format!("usage: whalebox {SUBCOMMAND} SERVER_PID JOIN")),
     };

@@ -55,6 +55,49 @@ async def test_a_task_cannot_read_the_servers_environment(wl, config, user):
 
 
 @pytest.mark.parametrize("config,user", matrix())
+async def test_a_task_sees_only_its_sessions_processes(wl, config, user):
+    """`ls /proc` and `ps -e` from a task list the machine's processes with their command
+    lines: the server's, other sessions', the person's. Fenced, the session's PID
+    namespace and its own procfs leave only the session's: the server's pid names no
+    process (`kill -0` finds none); a process another call of the session left running
+    is still listed, and another session (a second server) does not list it. Bare, the
+    decoy is listed: the probe works."""
+
+    async def steps(t):
+        with victim(t) as v:
+            r = await t.sh("ls /proc", ok=False)
+            listed = str(v.pid) in r.text.split()
+            if t.fenced:
+                check(r, not listed, f"a task listed the server (pid {v.pid}) in /proc")
+                k = await t.sh(f"kill -0 {v.pid}; echo kill=$?", ok=False)
+                check(k, "kill=0" not in k.text, f"a task found the server (pid {v.pid}) with kill -0")
+                await t.start("exec sleep 4213")
+                seen = await t.sh("ps -e -o args=", ok=False)
+                check(seen, "sleep 4213" in seen.text,
+                      "a process another call of the session started is out of this one's sight")
+                async with t.session() as other:
+                    there = await other.sh("ps -e -o args=", ok=False)
+                    check(there, "sleep 4213" not in there.text,
+                          "another session listed this session's process")
+                await t.sh("true", why="the server stopped answering")
+            else:
+                check(r, listed, f"bare, the decoy (pid {v.pid}) should be listed (the probe is broken)")
+
+    if not pid_namespaces():
+        pytest.skip("this machine makes no PID namespace with a procfs of its own "
+                    "(unshare -pf --mount-proc fails as root and in a user namespace)")
+    await wl.run("server_listed", config, user, steps, programs=["/usr/bin/ps"])
+
+
+def pid_namespaces() -> bool:
+    """Whether a PID namespace with its own /proc can be made here, as root or not."""
+    import subprocess
+    return any(subprocess.run(["unshare", flags, "--mount-proc", "true"],
+                              stderr=subprocess.DEVNULL).returncode == 0
+               for flags in ("-pf", "-Upf"))
+
+
+@pytest.mark.parametrize("config,user", matrix())
 async def test_a_task_cannot_limit_or_renice_the_server(wl, config, user):
     """`prlimit --fsize=0 --pid SERVER` (the server dies of SIGXFSZ at its next
     checkpoint write) and `renice 19` of the server: the kernel lets a user do both to

@@ -297,3 +297,16 @@ pub fn isolate(cmd: &mut Command, home: &Path) {
         cmd.env_remove(var);
     }
 }
+
+/// Whether this machine lets whalebox give a session a PID namespace with its own
+/// `/proc` (as root, or in a user namespace of the caller's).
+#[allow(dead_code)]
+pub fn pid_namespaces() -> bool {
+    ["-pf", "-Upf"].iter().any(|flags| {
+        std::process::Command::new("unshare")
+            .args([*flags, "--mount-proc", "true"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}

@@ -156,6 +156,11 @@ pub fn basename(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).to_string()
 }
 
+/// The gate's first words to the server: its policy, please.
+pub fn hello() -> Value {
+    json!({"id": 0, "want": "policy"})
+}
+
 /// Settles what the policy allows, asks the server the rest; `W` is what a held caller
 /// needs to be answered (its pid, what it was allowed as).
 pub struct Decider<W> {
@@ -165,6 +170,9 @@ pub struct Decider<W> {
     /// The server's pid, checked against whoever answers on the socket.
     server_pid: Option<i32>,
     server: Option<Server>,
+    /// A connection made (and checked, and the policy asked for) before the gate was,
+    /// used at the first exec that needs it (see [`super::connect_ahead`]).
+    ahead: Option<std::os::unix::net::UnixStream>,
     timeout: Duration,
     /// The server's own policy, once it sent it.
     policy: Option<Policy>,
@@ -200,6 +208,7 @@ impl<W> Decider<W> {
             socket,
             server_pid,
             server: None,
+            ahead: None,
             timeout,
             policy: None,
             waiting: HashMap::new(),
@@ -211,6 +220,12 @@ impl<W> Decider<W> {
         }
     }
 
+    /// Use `stream`, made by [`super::connect_ahead`], instead of connecting.
+    pub fn connected_ahead(mut self, stream: Option<std::os::unix::net::UnixStream>) -> Self {
+        self.ahead = stream;
+        self
+    }
+
     /// The programs known by content, for [`plan`].
     pub fn known(&self) -> &Identities {
         &self.known
@@ -218,10 +233,13 @@ impl<W> Decider<W> {
 
     /// The connection, made (and the server's policy asked for) on first use.
     fn server(&mut self) -> &mut Server {
-        self.server.get_or_insert_with(|| {
-            let mut server = Server::connect(self.socket.as_deref(), self.server_pid);
-            let _ = server.send(&json!({"id": 0, "want": "policy"}));
-            server
+        self.server.get_or_insert_with(|| match self.ahead.take() {
+            Some(stream) => Server::from_stream(stream),
+            None => {
+                let mut server = Server::connect(self.socket.as_deref(), self.server_pid);
+                let _ = server.send(&hello());
+                server
+            }
         })
     }
 

@@ -78,6 +78,21 @@ fn send_all(stream: &mut UnixStream, mut data: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Connect to the decision server on `socket`, only when the process listening there is
+/// `expect`, and ask for its policy (`hello`), for a gate that will run where that
+/// process cannot be named: a supervisor's child in the session's PID namespace, in
+/// which `SO_PEERCRED` reads the server's pid as 0. The answer waits in the socket.
+pub fn connect_ahead(socket: &Path, expect: i32, hello: &Value) -> Result<UnixStream, String> {
+    let mut stream = UnixStream::connect(socket)
+        .map_err(|e| format!("no decision server at {}: {e}", socket.display()))?;
+    verify_peer(&stream, expect)?;
+    stream
+        .write_all(&frame(hello))
+        .map_err(|e| format!("the decision server went away: {e}"))?;
+    stream.set_nonblocking(true).map_err(|e| e.to_string())?;
+    Ok(stream)
+}
+
 /// Whether the process answering on `stream` is `pid` (`SO_PEERCRED`, taken by the
 /// kernel when the listener was made: a relay cannot claim another process's pid).
 fn verify_peer(stream: &UnixStream, pid: i32) -> Result<(), String> {
@@ -132,6 +147,15 @@ impl Server {
                 frames: Frames::default(),
                 gone: Some(why),
             },
+        }
+    }
+
+    /// A connection [`connect_ahead`] made.
+    pub fn from_stream(stream: UnixStream) -> Server {
+        Server {
+            stream: Some(stream),
+            frames: Frames::default(),
+            gone: None,
         }
     }
 

@@ -28,6 +28,15 @@ pub mod tracer;
 use std::ffi::{OsStr, OsString};
 
 pub use filter::Method;
+
+/// Connect to the decision server before the gate is installed, where the gate will not
+/// be able to check who answers (see `link::connect_ahead`): for [`tracer::Options::ahead`].
+pub fn connect_ahead(
+    socket: &std::path::Path,
+    expect: i32,
+) -> Result<std::os::unix::net::UnixStream, String> {
+    link::connect_ahead(socket, expect, &decide::hello())
+}
 use tracer::{End, Options};
 
 /// Why the kernel gate cannot work on this build (None: it can be tried; whether the

@@ -271,7 +271,8 @@ pub fn run(
             options.server_pid,
             options.timeout,
             Identities::new(options.known.clone()),
-        ),
+        )
+        .connected_ahead(options.ahead.as_ref().and_then(|s| s.try_clone().ok())),
         refused_start: None,
         debuggers: options.debuggers,
     };

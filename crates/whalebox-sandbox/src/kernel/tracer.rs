@@ -61,6 +61,9 @@ pub struct Options {
     pub debuggers: bool,
     /// The programs the policy does not simply allow, by content (see `identity`).
     pub known: Vec<super::identity::Known>,
+    /// A connection to the decision server made ahead ([`super::connect_ahead`]): used
+    /// instead of `server` and `server_pid`.
+    pub ahead: Option<std::os::unix::net::UnixStream>,
 }
 
 /// How the task's first program ended.
@@ -180,7 +183,8 @@ pub fn run(
             options.server_pid,
             options.timeout,
             Identities::new(options.known.clone()),
-        ),
+        )
+        .connected_ahead(options.ahead.as_ref().and_then(|s| s.try_clone().ok())),
     };
     let end = tracer.serve(&signals, hung_up);
     tracer.decider.flush(Duration::from_secs(2));

@@ -334,6 +334,7 @@ mod tests {
             server_read: vec![],
             server_rmdir: vec![],
             server_devices: false,
+            server_roots: Vec::new(),
             bind: vec![],
             proxy_port: None,
             task_connect: Vec::new(),

@@ -38,6 +38,24 @@ pub enum Grant {
     Device,
 }
 
+impl Grant {
+    /// The Landlock rights it stands for (directory rights included).
+    fn access(self, abi: ABI) -> BitFlags<AccessFs> {
+        match self {
+            Grant::Read => AccessFs::ReadFile | AccessFs::ReadDir,
+            Grant::ReadExec => AccessFs::from_read(abi),
+            Grant::Full => AccessFs::from_all(abi),
+            Grant::Device => {
+                AccessFs::ReadFile
+                    | AccessFs::WriteFile
+                    | AccessFs::Truncate
+                    | AccessFs::IoctlDev
+                    | AccessFs::ReadDir
+            }
+        }
+    }
+}
+
 /// The fences, built from a profile; serialized to hand them to a task's supervisor.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sandbox {
@@ -75,6 +93,13 @@ pub struct Sandbox {
     /// still names the devices one by one, its own `/dev/pts` included.
     #[serde(default)]
     pub server_devices: bool,
+    /// What the server's own layer grants by descriptor: the sessions' `/proc` and
+    /// terminals, mounted in other mount namespaces before the layer is built (see
+    /// `spaces::Root`), which no path of the server's reaches and no rule on the
+    /// machine's `/proc` or `/dev/pts` covers. Each stands in for the path beside it:
+    /// it gets every right the layer grants that path or anything under it.
+    #[serde(skip)]
+    pub server_roots: Vec<(std::sync::Arc<std::os::fd::OwnedFd>, PathBuf)>,
     pub bind: Vec<u16>,
     /// More ports the server's own layer may bind under `network = "deny"` (see
     /// [`Extras::server_bind`]).
@@ -403,6 +428,7 @@ impl Sandbox {
             server_read: extras.server_read.clone(),
             server_rmdir: extras.server_rmdir.clone(),
             server_devices: false,
+            server_roots: Vec::new(),
             bind: l.bind.clone(),
             server_bind: extras.server_bind.clone(),
             proxy_port: None,
@@ -630,6 +656,25 @@ impl Sandbox {
                     .add_rule(PathBeneath::new(fd, access))
                     .map_err(|e| format!("cannot fence /dev: {e}"))?;
             }
+            for (fd, stands_for) in &self.server_roots {
+                use std::os::fd::AsFd;
+                let is_dir = nix::sys::stat::fstat(fd.as_fd())
+                    .is_ok_and(|st| st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFDIR);
+                let mut access = self
+                    .paths
+                    .iter()
+                    .filter(|(p, _)| p.starts_with(stands_for))
+                    .fold(BitFlags::empty(), |a, (_, g)| a | g.access(abi));
+                if access.is_empty() {
+                    continue;
+                }
+                if !is_dir {
+                    access &= AccessFs::from_file(abi);
+                }
+                created = created
+                    .add_rule(PathBeneath::new(fd.as_fd(), access))
+                    .map_err(|e| format!("cannot fence a session's /proc or terminals: {e}"))?;
+            }
             for path in &self.server_rmdir {
                 let Ok(fd) = PathFd::new(path) else { continue };
                 created = created
@@ -652,18 +697,7 @@ impl Sandbox {
                 // Gone since the profile was read: nothing to grant.
                 continue;
             };
-            let mut access: BitFlags<AccessFs> = match grant {
-                Grant::Read => AccessFs::ReadFile | AccessFs::ReadDir,
-                Grant::ReadExec => AccessFs::from_read(abi),
-                Grant::Full => all,
-                Grant::Device => {
-                    AccessFs::ReadFile
-                        | AccessFs::WriteFile
-                        | AccessFs::Truncate
-                        | AccessFs::IoctlDev
-                        | AccessFs::ReadDir
-                }
-            };
+            let mut access = grant.access(abi);
             if !path.is_dir() {
                 // Directory rights on a file are an error to the kernel.
                 access &= AccessFs::from_file(abi);

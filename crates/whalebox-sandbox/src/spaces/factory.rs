@@ -66,9 +66,11 @@ impl Factory {
     /// (what could not be made is in [`Spaces::why_not`] instead).
     pub fn make(&self, wanted: &Wanted) -> Result<Spaces, String> {
         use std::os::unix::ffi::OsStrExt;
-        // 'M', the network byte, then the /dev/shm directory (empty: none) and the
+        // 'M', a byte of flags, then the /dev/shm directory (empty: none) and the
         // sockets to hide, each after a NUL (paths hold none).
-        let mut request = vec![b'M', u8::from(wanted.network)];
+        let flags =
+            u8::from(wanted.network) | u8::from(wanted.pid) << 1 | u8::from(wanted.terminals) << 2;
+        let mut request = vec![b'M', flags];
         if let Some(shm) = &wanted.shm {
             request.extend_from_slice(shm.as_os_str().as_bytes());
         }
@@ -141,7 +143,9 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ! {
                 let mut parts = rest[1..].split(|b| *b == 0);
                 let path = |p: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(p));
                 let wanted = Wanted {
-                    network: rest[0] == 1,
+                    network: rest[0] & 1 != 0,
+                    pid: rest[0] & 2 != 0,
+                    terminals: rest[0] & 4 != 0,
                     shm: parts.next().filter(|p| !p.is_empty()).map(path),
                     hide: parts.filter(|p| !p.is_empty()).map(path).collect(),
                 };

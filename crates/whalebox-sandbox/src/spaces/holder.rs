@@ -1,12 +1,21 @@
 //! A session's holder: the process that makes the session's namespaces and lives in
 //! them (so they outlast every task), and the server's handle on it, [`Spaces`].
 //!
-//! Its first message says what it made (`u`, `n`, `m`), why anything wanted was not
-//! made, and carries the namespaces' descriptors. Then it answers requests, one message
-//! each way: `L` + ports (u16, little-endian): a listener on the first of them free on
-//! the namespace's 127.0.0.1 (port 0: any), answered `+` + the port and the listener;
-//! `C` + a port: a connection to the namespace's 127.0.0.1:PORT, answered `+` and the
-//! socket. A failure is `-` and why. The end of the server's socket ends the holder.
+//! Its first message says what it made (`u`, `n`, `m`, `p`) and which roots the
+//! server's layer must name (`R`, `D`, `X`: see [`Root`]), each with its descriptor,
+//! then a newline and why anything wanted was not made. Then it answers requests, one
+//! message each way: `L` + ports (u16, little-endian): a listener on the first of them
+//! free on the namespace's 127.0.0.1 (port 0: any), answered `+` + the listener; `C` +
+//! a port: a connection to the namespace's 127.0.0.1:PORT, answered `+` and the socket;
+//! `H` + paths (NUL between): more unix sockets to hide, answered `+`; `K`: every
+//! process of its PID namespace but itself killed and gone, answered `+`. A failure is
+//! `-` and why. The end of the server's socket ends the holder (and, when it is the
+//! first process of a PID namespace, everything in it).
+//!
+//! With a PID namespace the holder is that namespace's first process: the process the
+//! factory forked makes the namespaces and forks it, then exits. As the first process
+//! it inherits the orphans of the session (a `setsid` daemon whose supervisor is gone)
+//! and lets the kernel reap them.
 
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
@@ -16,7 +25,7 @@ use std::sync::Mutex;
 use nix::mount::{MsFlags, mount};
 use nix::sched::CloneFlags;
 
-use super::{Kind, Made, Wanted, enter, loopback_up, wire};
+use super::{Kind, Made, Root, Wanted, enter, loopback_up, wire};
 
 /// A session's namespaces, as the server holds them.
 pub struct Spaces {
@@ -25,6 +34,7 @@ pub struct Spaces {
     made: Made,
     why_not: Vec<String>,
     namespaces: Vec<(Kind, OwnedFd)>,
+    roots: Vec<(Root, OwnedFd)>,
 }
 
 impl std::fmt::Debug for Spaces {
@@ -68,6 +78,35 @@ impl Spaces {
             .collect()
     }
 
+    /// What the server's Landlock layer must name for the session's tasks to reach
+    /// their `/proc` and terminals (O_PATH descriptors, opened inside).
+    pub fn roots(&self) -> Vec<(Root, BorrowedFd<'_>)> {
+        self.roots.iter().map(|(r, fd)| (*r, fd.as_fd())).collect()
+    }
+
+    /// Kill every process in the session's PID namespace but the holder, and wait
+    /// until they are gone: what a session leaves when it ends, before its slot serves
+    /// another.
+    pub fn end_tasks(&self) -> std::io::Result<()> {
+        self.ask(b"K").map(drop)
+    }
+
+    /// Hide more of the machine's listening unix sockets (those made since the holder
+    /// was) in the session's mount namespace.
+    pub fn hide(&self, sockets: &[std::path::PathBuf]) -> std::io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut request = vec![b'H'];
+        for socket in sockets {
+            let bytes = socket.as_os_str().as_bytes();
+            if request.len() + 1 + bytes.len() > wire::MAX_MESSAGE {
+                break;
+            }
+            request.extend_from_slice(bytes);
+            request.push(0);
+        }
+        self.ask(&request).map(drop)
+    }
+
     /// A listener on the namespace's 127.0.0.1, on the first of `ports` that is free
     /// there (`[0]`: any port).
     pub fn listen(&self, ports: &[u16]) -> std::io::Result<TcpListener> {
@@ -75,7 +114,7 @@ impl Spaces {
         for p in ports {
             request.extend_from_slice(&p.to_le_bytes());
         }
-        let fd = self.ask(&request)?;
+        let fd = self.ask(&request)?.ok_or_else(no_descriptor)?;
         Ok(TcpListener::from(fd))
     }
 
@@ -83,11 +122,12 @@ impl Spaces {
     pub fn connect(&self, port: u16) -> std::io::Result<TcpStream> {
         let mut request = vec![b'C'];
         request.extend_from_slice(&port.to_le_bytes());
-        let fd = self.ask(&request)?;
+        let fd = self.ask(&request)?.ok_or_else(no_descriptor)?;
         Ok(TcpStream::from(fd))
     }
 
-    fn ask(&self, request: &[u8]) -> std::io::Result<OwnedFd> {
+    /// One request, its answer's descriptor (if any).
+    fn ask(&self, request: &[u8]) -> std::io::Result<Option<OwnedFd>> {
         let socket = self
             .socket
             .lock()
@@ -95,7 +135,7 @@ impl Spaces {
         wire::send(&*socket, request, &[])?;
         let (answer, mut fds) = wire::receive(&*socket, 1)?;
         match (answer.first(), fds.pop()) {
-            (Some(b'+'), Some(fd)) => Ok(fd),
+            (Some(b'+'), fd) => Ok(fd),
             (Some(b'-'), _) => {
                 let why = String::from_utf8_lossy(&answer[1..]).into_owned();
                 let kind = if why.contains("refused") {
@@ -114,11 +154,15 @@ impl Spaces {
     }
 }
 
+fn no_descriptor() -> std::io::Error {
+    std::io::Error::other("the session's namespace holder answered without a descriptor")
+}
+
 /// On the server: read the holder's first message from `socket`.
 pub(super) fn greet(socket: OwnedFd, pid: i32) -> Result<Spaces, String> {
     wire::set_timeout(&socket, 10);
     let (hello, fds) =
-        wire::receive(&socket, 3).map_err(|e| format!("no word from the namespace holder: {e}"))?;
+        wire::receive(&socket, 8).map_err(|e| format!("no word from the namespace holder: {e}"))?;
     let (letters, why) = match hello.iter().position(|b| *b == b'\n') {
         Some(i) => (
             &hello[..i],
@@ -131,13 +175,19 @@ pub(super) fn greet(socket: OwnedFd, pid: i32) -> Result<Spaces, String> {
     }
     let mut made = Made::default();
     let mut namespaces = Vec::new();
+    let mut roots = Vec::new();
     for (letter, fd) in letters.iter().zip(fds) {
+        if let Some(root) = Root::from_letter(*letter) {
+            roots.push((root, fd));
+            continue;
+        }
         let kind =
             Kind::from_letter(*letter).ok_or("the namespace holder named an unknown namespace")?;
         match kind {
             Kind::User => made.user = true,
             Kind::Network => made.network = true,
             Kind::Mount => made.mount = true,
+            Kind::Pid => made.pid = true,
         }
         namespaces.push((kind, fd));
     }
@@ -151,6 +201,7 @@ pub(super) fn greet(socket: OwnedFd, pid: i32) -> Result<Spaces, String> {
             .map(str::to_string)
             .collect(),
         namespaces,
+        roots,
     })
 }
 
@@ -162,7 +213,7 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
     // /proc/self owned by root), then not: no process of its user may read its memory
     // or take its descriptors.
     let _ = nix::sys::prctl::set_dumpable(true);
-    let (made, why_not) = make(wanted);
+    let (made, terminals, why_not) = make(wanted);
     let _ = nix::sys::prctl::set_dumpable(false);
     let mut letters = Vec::new();
     let mut fds = Vec::new();
@@ -170,6 +221,7 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
         (Kind::User, made.user),
         (Kind::Network, made.network),
         (Kind::Mount, made.mount),
+        (Kind::Pid, made.pid),
     ] {
         if !on {
             continue;
@@ -178,6 +230,26 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
             Ok(f) => {
                 letters.push(kind.letter());
                 fds.push(OwnedFd::from(f));
+            }
+            Err(_) => std::process::exit(1),
+        }
+    }
+    for (root, on) in [
+        (Root::Proc, made.pid),
+        (Root::Terminals, terminals),
+        (Root::Ptmx, terminals),
+    ] {
+        if !on {
+            continue;
+        }
+        match nix::fcntl::open(
+            root.path(),
+            nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        ) {
+            Ok(fd) => {
+                letters.push(root.letter());
+                fds.push(fd);
             }
             Err(_) => std::process::exit(1),
         }
@@ -191,6 +263,7 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
     }
     drop(borrowed);
     drop(fds);
+    let mut hidden: Vec<std::path::PathBuf> = wanted.hide.clone();
     loop {
         let request = match wire::receive(&socket, 0) {
             Ok((r, _)) if !r.is_empty() => r,
@@ -202,18 +275,35 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
                     .chunks(2)
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))
                     .collect();
-                listen(&ports).map(OwnedFd::from)
+                listen(&ports).map(|l| Some(OwnedFd::from(l)))
             }
             Some((b'C', port)) if port.len() == 2 => {
                 let port = u16::from_le_bytes([port[0], port[1]]);
                 TcpStream::connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
-                    .map(OwnedFd::from)
+                    .map(|s| Some(OwnedFd::from(s)))
                     .map_err(|e| format!("127.0.0.1:{port} in the session: {e}"))
             }
+            Some((b'H', paths)) if made.mount => {
+                use std::os::unix::ffi::OsStrExt;
+                let more: Vec<std::path::PathBuf> = paths
+                    .split(|b| *b == 0)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| std::ffi::OsStr::from_bytes(p).into())
+                    .filter(|p| !hidden.contains(p))
+                    .collect();
+                let failed = hide_sockets(&more);
+                hidden.extend(more);
+                match failed.is_empty() {
+                    true => Ok(None),
+                    false => Err(failed.join("; ")),
+                }
+            }
+            Some((b'K', [])) if made.pid => end_everything_else().map(|()| None),
             _ => Err("a request the holder does not know".to_string()),
         };
         let sent = match answer {
-            Ok(fd) => wire::send(&socket, b"+", &[fd.as_fd()]),
+            Ok(None) => wire::send(&socket, b"+", &[]),
+            Ok(Some(fd)) => wire::send(&socket, b"+", &[fd.as_fd()]),
             Err(why) => wire::send(&socket, format!("-{why}").as_bytes(), &[]),
         };
         if sent.is_err() {
@@ -242,9 +332,10 @@ fn listen(ports: &[u16]) -> Result<TcpListener, String> {
     })
 }
 
-/// Make what `wanted` asks, as far as this machine allows: what was made and, for the
-/// rest, why not.
-fn make(wanted: &Wanted) -> (Made, Vec<String>) {
+/// Make what `wanted` asks, as far as this machine allows: what was made, whether the
+/// session has terminals of its own and, for the rest, why not. With a PID namespace,
+/// the process that returns is the namespace's first (the one that made it has exited).
+fn make(wanted: &Wanted) -> (Made, bool, Vec<String>) {
     let mut why_not = Vec::new();
     let mut want = CloneFlags::empty();
     if wanted.network {
@@ -252,18 +343,32 @@ fn make(wanted: &Wanted) -> (Made, Vec<String>) {
     }
     if wanted.shm.is_some() {
         want |= CloneFlags::CLONE_NEWNS;
+        if wanted.pid {
+            want |= CloneFlags::CLONE_NEWPID;
+        }
     }
     if want.is_empty() {
-        return (Made::default(), why_not);
+        return (Made::default(), false, why_not);
     }
-    // All at once; else each alone (a kernel or container may allow one and not the
-    // other).
+    // All at once; else without the PID namespace; else each alone (a kernel or
+    // container may allow one and not the other).
     let mut made = Made::default();
+    let without_pid = want - CloneFlags::CLONE_NEWPID;
     let got = match enter(want) {
         Ok(user) => Some((want, user)),
         Err(all) => {
             why_not.push(all.why);
-            if !all.tainted && want.bits().count_ones() > 1 {
+            if all.tainted {
+                None
+            } else if want.contains(CloneFlags::CLONE_NEWPID) {
+                match enter(without_pid) {
+                    Ok(user) => Some((without_pid, user)),
+                    Err(e) => {
+                        why_not.push(e.why);
+                        None
+                    }
+                }
+            } else if want.bits().count_ones() > 1 {
                 [CloneFlags::CLONE_NEWNET, CloneFlags::CLONE_NEWNS]
                     .into_iter()
                     .find_map(|f| enter(f).ok().map(|user| (f, user)))
@@ -272,10 +377,31 @@ fn make(wanted: &Wanted) -> (Made, Vec<String>) {
             }
         }
     };
-    let Some((flags, user)) = got else {
-        return (made, why_not);
+    let Some((mut flags, user)) = got else {
+        return (made, false, why_not);
     };
     made.user = user;
+    if flags.contains(CloneFlags::CLONE_NEWPID) {
+        // The namespace's first process is our next child: it goes on, we leave.
+        // SAFETY: single-threaded; the parent only exits.
+        match unsafe { nix::unistd::fork() } {
+            Ok(nix::unistd::ForkResult::Parent { .. }) => {
+                // SAFETY: leaving without running anything of this process's.
+                unsafe { nix::libc::_exit(0) }
+            }
+            Ok(nix::unistd::ForkResult::Child) => {
+                // Orphans of the session come to us: the kernel reaps them.
+                // SAFETY: ignoring SIGCHLD; no handler runs.
+                unsafe { nix::libc::signal(nix::libc::SIGCHLD, nix::libc::SIG_IGN) };
+            }
+            Err(e) => {
+                why_not.push(format!("PID namespace: fork: {e}"));
+                flags -= CloneFlags::CLONE_NEWPID;
+            }
+        }
+    } else if wanted.pid && wanted.shm.is_some() {
+        why_not.push("no PID namespace (see above): tasks see the machine's processes".into());
+    }
     if flags.contains(CloneFlags::CLONE_NEWNET) {
         match loopback_up() {
             Ok(()) => made.network = true,
@@ -284,6 +410,7 @@ fn make(wanted: &Wanted) -> (Made, Vec<String>) {
     } else if wanted.network {
         why_not.push("no network namespace (see above)".into());
     }
+    let mut terminals = false;
     if flags.contains(CloneFlags::CLONE_NEWNS)
         && let Some(shm) = &wanted.shm
     {
@@ -291,8 +418,17 @@ fn make(wanted: &Wanted) -> (Made, Vec<String>) {
             Ok(()) => {
                 made.mount = true;
                 why_not.extend(hide_sockets(&wanted.hide));
-                if let Err(e) = private_terminals() {
-                    why_not.push(format!("/dev/pts: {e}"));
+                if wanted.terminals {
+                    match private_terminals() {
+                        Ok(()) => terminals = true,
+                        Err(e) => why_not.push(format!("/dev/pts: {e}")),
+                    }
+                }
+                if flags.contains(CloneFlags::CLONE_NEWPID) {
+                    match private_proc() {
+                        Ok(()) => made.pid = true,
+                        Err(e) => why_not.push(format!("/proc: {e}")),
+                    }
                 }
             }
             Err(e) => why_not.push(format!("/dev/shm: {e}")),
@@ -300,7 +436,66 @@ fn make(wanted: &Wanted) -> (Made, Vec<String>) {
     } else if wanted.shm.is_some() {
         why_not.push("/dev/shm: no mount namespace (see above)".into());
     }
-    (made, why_not)
+    (made, terminals, why_not)
+}
+
+/// In the new mount namespace, as the PID namespace's first process: a procfs of the
+/// namespace over `/proc`, so a task lists, reads and names only the session's
+/// processes. Without it the namespace is not handed out (a task in it would read the
+/// machine's `/proc` with pids that name other processes).
+fn private_proc() -> Result<(), String> {
+    mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|e| format!("mounting the session's own procfs: {e}"))
+}
+
+/// As a PID namespace's first process: SIGKILL every other process in it, and wait
+/// (two seconds at most) until none is left but zombies their parents outside will reap.
+fn end_everything_else() -> Result<(), String> {
+    // kill(-1) from a namespace's first process reaches every process in the namespace
+    // but itself; a fork racing it fails (its parent has SIGKILL pending).
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(-1),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    for _ in 0..400 {
+        if others_alive() == 0 {
+            return Ok(());
+        }
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(-1),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Err(format!(
+        "{} processes of the session are still there",
+        others_alive()
+    ))
+}
+
+/// How many processes but this one, and but zombies, the namespace's `/proc` lists.
+fn others_alive() -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != 1)
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, after)| after.split_whitespace().next())
+                    .is_some_and(|state| state != "Z" && state != "X")
+            })
+        })
+        .count()
 }
 
 /// In the new mount namespace: a devpts instance of the session's own over `/dev/pts`,

@@ -10,8 +10,18 @@
 //!   directory (POSIX shared memory and semaphores: `multiprocessing`, test runners,
 //!   browsers), emptied when the session ends, while the machine's `/dev/shm` and other
 //!   sessions' stay out of sight;
-//! - without root, both inside a **user namespace** that maps only the caller's uid and
+//! - **one PID namespace per session** whose first process is the holder, with a procfs
+//!   of its own over `/proc` (and a devpts of its own over `/dev/pts`): a task lists,
+//!   signals and reads only the session's processes; the server, other sessions and the
+//!   person's processes name nothing. A supervisor joins it and forks: only its child
+//!   is inside, and goes on as the task's supervisor (see `shell::supervisor`);
+//! - without root, all inside a **user namespace** that maps only the caller's uid and
 //!   gid (as root, none: a root task stays root, fenced by Landlock and the exec gate).
+//!
+//! Landlock skips a covered mount point when it walks up a path, so no rule on the
+//! machine's `/proc` or `/dev/pts` reaches what is mounted over them: a server makes its
+//! session slots' namespaces before it builds its own layer, which grants their roots by
+//! descriptor ([`Spaces::roots`]).
 //!
 //! Who makes them: the [`Factory`] (`whalebox __spaces`), started before the server
 //! enters its Landlock fences (a process in a Landlock domain may not mount), forks one
@@ -55,6 +65,14 @@ pub struct Wanted {
     /// Listening unix sockets of the machine to hide in the mount namespace (a
     /// `docker.sock`): each is covered by `/dev/null`, so a connect is refused.
     pub hide: Vec<std::path::PathBuf>,
+    /// A PID namespace whose first process is the holder, with a procfs of its own over
+    /// `/proc` (needs the mount namespace): the session's tasks see and reach only each
+    /// other. Its roots come back in [`Spaces::roots`], for the server's Landlock layer.
+    pub pid: bool,
+    /// A devpts instance of the session's own over `/dev/pts` (needs the mount
+    /// namespace). The server's layer must reach it: by [`Spaces::roots`] when the
+    /// holder is made before that layer, else by a rule on `/dev`.
+    pub terminals: bool,
 }
 
 /// The machine's listening pathname unix sockets, as `/proc/self/net/unix` lists them
@@ -89,6 +107,8 @@ pub struct Made {
     pub network: bool,
     /// A mount namespace with the session's `/dev/shm`.
     pub mount: bool,
+    /// A PID namespace with its own `/proc`.
+    pub pid: bool,
 }
 
 /// One of a session's namespaces, as a descriptor of `/proc/PID/ns/*`.
@@ -97,6 +117,8 @@ pub enum Kind {
     User,
     Network,
     Mount,
+    /// Joined last; it moves only the joiner's children (see [`join`]).
+    Pid,
 }
 
 impl Kind {
@@ -105,6 +127,7 @@ impl Kind {
             Kind::User => CloneFlags::CLONE_NEWUSER,
             Kind::Network => CloneFlags::CLONE_NEWNET,
             Kind::Mount => CloneFlags::CLONE_NEWNS,
+            Kind::Pid => CloneFlags::CLONE_NEWPID,
         }
     }
 
@@ -114,6 +137,7 @@ impl Kind {
             Kind::User => b'u',
             Kind::Network => b'n',
             Kind::Mount => b'm',
+            Kind::Pid => b'p',
         }
     }
 
@@ -122,6 +146,7 @@ impl Kind {
             b'u' => Some(Kind::User),
             b'n' => Some(Kind::Network),
             b'm' => Some(Kind::Mount),
+            b'p' => Some(Kind::Pid),
             _ => None,
         }
     }
@@ -131,6 +156,7 @@ impl Kind {
             Kind::User => "user",
             Kind::Network => "net",
             Kind::Mount => "mnt",
+            Kind::Pid => "pid",
         }
     }
 }
@@ -195,9 +221,13 @@ pub fn verify(namespaces: &[(Kind, OwnedFd)], expected: &[Identity]) -> Result<(
 /// staying in the same working directory. The calling process must be single-threaded
 /// and share no file-system state with another (a fresh supervisor is both). Each
 /// descriptor is checked to be the namespace it claims (`setns` refuses another kind).
-pub fn join(namespaces: &[(Kind, OwnedFd)]) -> Result<(), String> {
+///
+/// A PID namespace is joined last and moves only the processes the caller forks from
+/// then on (which alone see the session's `/proc` as their own); the caller itself may
+/// start no more threads. Ok(true): one was joined.
+pub fn join(namespaces: &[(Kind, OwnedFd)]) -> Result<bool, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
-    for kind in [Kind::User, Kind::Network, Kind::Mount] {
+    for kind in [Kind::User, Kind::Network, Kind::Mount, Kind::Pid] {
         for (k, fd) in namespaces {
             if *k == kind {
                 setns(fd.as_fd(), kind.flag()).map_err(|e| {
@@ -214,7 +244,57 @@ pub fn join(namespaces: &[(Kind, OwnedFd)]) -> Result<(), String> {
         std::env::set_current_dir(&cwd)
             .map_err(|e| format!("cannot enter {} again: {e}", cwd.display()))?;
     }
-    Ok(())
+    Ok(namespaces.iter().any(|(k, _)| *k == Kind::Pid))
+}
+
+/// What the server's own Landlock layer must name so that a session's tasks reach their
+/// `/proc` and terminals: Landlock skips a covered mount point when it walks up a path,
+/// so no rule on the machine's `/proc` or `/dev/pts` reaches what is mounted over them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Root {
+    /// The session's procfs (read).
+    Proc,
+    /// The session's devpts instance (devices).
+    Terminals,
+    /// Its `ptmx`, bound over `/dev/ptmx` (a device file).
+    Ptmx,
+}
+
+impl Root {
+    fn letter(self) -> u8 {
+        match self {
+            Root::Proc => b'R',
+            Root::Terminals => b'D',
+            Root::Ptmx => b'X',
+        }
+    }
+
+    fn from_letter(b: u8) -> Option<Root> {
+        match b {
+            b'R' => Some(Root::Proc),
+            b'D' => Some(Root::Terminals),
+            b'X' => Some(Root::Ptmx),
+            _ => None,
+        }
+    }
+
+    /// The machine's path it covers: the server's layer grants it what it grants that.
+    pub fn stands_for(self) -> &'static str {
+        match self {
+            Root::Proc => "/proc",
+            Root::Terminals => "/dev/pts",
+            Root::Ptmx => "/dev/ptmx",
+        }
+    }
+
+    /// Where the holder finds it, inside the session's mount namespace.
+    fn path(self) -> &'static str {
+        match self {
+            Root::Proc => "/proc",
+            Root::Terminals => "/dev/pts",
+            Root::Ptmx => "/dev/pts/ptmx",
+        }
+    }
 }
 
 /// Why [`enter`] failed, and whether the process is still where it was (else it is
@@ -324,7 +404,7 @@ pub fn send_namespaces(
 
 /// Receive what [`send_namespaces`] sent.
 pub fn receive_namespaces(socket: &impl AsFd) -> Result<Vec<(Kind, OwnedFd)>, String> {
-    let (body, fds) = wire::receive(socket, 3).map_err(|e| format!("{e}"))?;
+    let (body, fds) = wire::receive(socket, 4).map_err(|e| format!("{e}"))?;
     if body.is_empty() {
         return Err("the server closed the connection instead of answering".into());
     }

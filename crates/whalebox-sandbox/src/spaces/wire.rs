@@ -37,7 +37,7 @@ pub fn send(socket: &impl AsFd, body: &[u8], fds: &[BorrowedFd<'_>]) -> std::io:
 /// body: the other end closed.
 pub fn receive(socket: &impl AsFd, max_fds: usize) -> std::io::Result<(Vec<u8>, Vec<OwnedFd>)> {
     let mut buf = vec![0u8; MAX_MESSAGE];
-    let mut space = nix::cmsg_space!([RawFd; 4]);
+    let mut space = nix::cmsg_space!([RawFd; 8]);
     loop {
         let mut iov = [IoSliceMut::new(&mut buf)];
         match recvmsg::<()>(
