@@ -5,6 +5,7 @@
 //! first task (or a holder made then, past the slots); and the socket its tasks'
 //! supervisors join through.
 
+use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -341,6 +342,11 @@ impl Env {
                 if let Err(e) = ahead.hide(&hide) {
                     tracing::info!("session namespaces: {e}");
                 }
+                if self.wanted_spaces().network
+                    && let Err(e) = ahead.new_network()
+                {
+                    tracing::warn!("session namespaces: {e}");
+                }
                 Arc::clone(ahead)
             }
             None => {
@@ -465,7 +471,9 @@ fn serve_joins(
                 if line.trim_end() != token {
                     continue;
                 }
-                let _ = crate::guard::spaces::send_namespaces(&conn, &spaces.namespaces());
+                let namespaces = spaces.namespaces();
+                let borrowed: Vec<_> = namespaces.iter().map(|(k, fd)| (*k, fd.as_fd())).collect();
+                let _ = crate::guard::spaces::send_namespaces(&conn, &borrowed);
             }
         })
         .map(drop)

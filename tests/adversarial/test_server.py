@@ -11,6 +11,7 @@ import pytest
 from conftest import matrix
 from harness import check
 from harness import Needs
+from harness import pid_namespaces
 from targets import CREDENTIAL_TOML, victim, with_secret
 
 pytestmark = pytest.mark.anyio
@@ -87,14 +88,6 @@ async def test_a_task_sees_only_its_sessions_processes(wl, config, user):
         pytest.skip("this machine makes no PID namespace with a procfs of its own "
                     "(unshare -pf --mount-proc fails as root and in a user namespace)")
     await wl.run("server_listed", config, user, steps, programs=["/usr/bin/ps"])
-
-
-def pid_namespaces() -> bool:
-    """Whether a PID namespace with its own /proc can be made here, as root or not."""
-    import subprocess
-    return any(subprocess.run(["unshare", flags, "--mount-proc", "true"],
-                              stderr=subprocess.DEVNULL).returncode == 0
-               for flags in ("-pf", "-Upf"))
 
 
 @pytest.mark.parametrize("config,user", matrix())

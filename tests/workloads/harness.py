@@ -576,3 +576,11 @@ def reachable_by(user: User, program: str) -> str | None:
     if out.returncode != 0:
         return f"{' '.join(argv)} as {user.name} exited {out.returncode}: {(out.stderr or out.stdout).strip()[:300]}"
     return None
+
+
+def pid_namespaces() -> bool:
+    """Whether this machine lets whalebox give a session a PID namespace with a procfs of
+    its own (as root, or in a user namespace of the caller's)."""
+    return any(subprocess.run(["unshare", flags, "--mount-proc", "true"],
+                              stderr=subprocess.DEVNULL).returncode == 0
+               for flags in ("-pf", "-Upf"))

@@ -31,9 +31,10 @@ use super::{Kind, Made, Root, Wanted, enter, loopback_up, wire};
 pub struct Spaces {
     socket: Mutex<OwnedFd>,
     pid: i32,
-    made: Made,
+    /// What is made, and the namespaces: a session slot's network namespace is new
+    /// for each session ([`Spaces::new_network`]).
+    current: Mutex<(Made, Vec<(Kind, OwnedFd)>)>,
     why_not: Vec<String>,
-    namespaces: Vec<(Kind, OwnedFd)>,
     roots: Vec<(Root, OwnedFd)>,
 }
 
@@ -41,7 +42,7 @@ impl std::fmt::Debug for Spaces {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Spaces")
             .field("pid", &self.pid)
-            .field("made", &self.made)
+            .field("made", &self.made())
             .field("why_not", &self.why_not)
             .finish()
     }
@@ -49,7 +50,7 @@ impl std::fmt::Debug for Spaces {
 
 impl Spaces {
     pub fn made(&self) -> Made {
-        self.made
+        self.current.lock().map(|c| c.0).unwrap_or_default()
     }
 
     /// What was wanted and could not be made, and why.
@@ -64,18 +65,47 @@ impl Spaces {
 
     /// What each namespace is, for the supervisors to check what they are handed.
     pub fn identities(&self) -> Vec<super::Identity> {
-        self.namespaces
+        self.namespaces()
             .iter()
             .filter_map(|(k, fd)| super::Identity::of(*k, fd).ok())
             .collect()
     }
 
-    /// The namespaces a task joins, for [`super::send_namespaces`].
-    pub fn namespaces(&self) -> Vec<(Kind, BorrowedFd<'_>)> {
-        self.namespaces
-            .iter()
-            .map(|(k, fd)| (*k, fd.as_fd()))
-            .collect()
+    /// The namespaces a task joins (copies of the descriptors), for
+    /// [`super::send_namespaces`].
+    pub fn namespaces(&self) -> Vec<(Kind, OwnedFd)> {
+        self.current
+            .lock()
+            .map(|c| {
+                c.1.iter()
+                    .filter_map(|(k, fd)| fd.try_clone().ok().map(|fd| (*k, fd)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A new network namespace for the next session of a slot (nothing of the last
+    /// one's: its listeners, its connections' states), with its loopback up.
+    pub fn new_network(&self) -> Result<(), String> {
+        let socket = self
+            .socket
+            .lock()
+            .map_err(|_| "the namespace holder's lock is poisoned".to_string())?;
+        wire::send(&*socket, b"N", &[]).map_err(|e| format!("the namespace holder: {e}"))?;
+        let (answer, fds) =
+            wire::receive(&*socket, 8).map_err(|e| format!("the namespace holder: {e}"))?;
+        drop(socket);
+        match answer.split_first() {
+            Some((b'+', letters)) if letters.len() == fds.len() => {
+                let (made, namespaces) = namespaces_named(letters, fds)?;
+                if let Ok(mut current) = self.current.lock() {
+                    *current = (made, namespaces);
+                }
+                Ok(())
+            }
+            Some((b'-', why)) => Err(String::from_utf8_lossy(why).into_owned()),
+            _ => Err("the session's namespace holder is gone".into()),
+        }
     }
 
     /// What the server's Landlock layer must name for the session's tasks to reach
@@ -173,14 +203,37 @@ pub(super) fn greet(socket: OwnedFd, pid: i32) -> Result<Spaces, String> {
     if letters.len() != fds.len() {
         return Err("the namespace holder sent a malformed greeting".into());
     }
-    let mut made = Made::default();
-    let mut namespaces = Vec::new();
+    let mut named = Vec::new();
     let mut roots = Vec::new();
     for (letter, fd) in letters.iter().zip(fds) {
-        if let Some(root) = Root::from_letter(*letter) {
-            roots.push((root, fd));
-            continue;
+        match Root::from_letter(*letter) {
+            Some(root) => roots.push((root, fd)),
+            None => named.push((*letter, fd)),
         }
+    }
+    let (letters, fds): (Vec<u8>, Vec<OwnedFd>) = named.into_iter().unzip();
+    let (made, namespaces) = namespaces_named(&letters, fds)?;
+    Ok(Spaces {
+        socket: Mutex::new(socket),
+        pid,
+        current: Mutex::new((made, namespaces)),
+        why_not: why
+            .split('\n')
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
+        roots,
+    })
+}
+
+/// The namespaces a holder named, one letter each, and what they make.
+fn namespaces_named(
+    letters: &[u8],
+    fds: Vec<OwnedFd>,
+) -> Result<(Made, Vec<(Kind, OwnedFd)>), String> {
+    let mut made = Made::default();
+    let mut namespaces = Vec::new();
+    for (letter, fd) in letters.iter().zip(fds) {
         let kind =
             Kind::from_letter(*letter).ok_or("the namespace holder named an unknown namespace")?;
         match kind {
@@ -191,30 +244,11 @@ pub(super) fn greet(socket: OwnedFd, pid: i32) -> Result<Spaces, String> {
         }
         namespaces.push((kind, fd));
     }
-    Ok(Spaces {
-        socket: Mutex::new(socket),
-        pid,
-        made,
-        why_not: why
-            .split('\n')
-            .filter(|l| !l.is_empty())
-            .map(str::to_string)
-            .collect(),
-        namespaces,
-        roots,
-    })
+    Ok((made, namespaces))
 }
 
-/// Run as a session's holder (forked from the factory): make `wanted`, say what was
-/// made, serve until the server closes `socket`.
-pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
-    let _ = nix::sys::prctl::set_pdeathsig(Some(nix::sys::signal::Signal::SIGKILL));
-    // Dumpable while it writes its user namespace's maps (a process that is not has its
-    // /proc/self owned by root), then not: no process of its user may read its memory
-    // or take its descriptors.
-    let _ = nix::sys::prctl::set_dumpable(true);
-    let (made, terminals, why_not) = make(wanted);
-    let _ = nix::sys::prctl::set_dumpable(false);
+/// In the holder: its namespaces' letters and descriptors.
+fn own_namespaces(made: Made) -> (Vec<u8>, Vec<OwnedFd>) {
     let mut letters = Vec::new();
     let mut fds = Vec::new();
     for (kind, on) in [
@@ -234,6 +268,20 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
             Err(_) => std::process::exit(1),
         }
     }
+    (letters, fds)
+}
+
+/// Run as a session's holder (forked from the factory): make `wanted`, say what was
+/// made, serve until the server closes `socket`.
+pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
+    let _ = nix::sys::prctl::set_pdeathsig(Some(nix::sys::signal::Signal::SIGKILL));
+    // Dumpable while it writes its user namespace's maps (a process that is not has its
+    // /proc/self owned by root), then not: no process of its user may read its memory
+    // or take its descriptors.
+    let _ = nix::sys::prctl::set_dumpable(true);
+    let (mut made, terminals, why_not) = make(wanted);
+    let _ = nix::sys::prctl::set_dumpable(false);
+    let (mut letters, mut fds) = own_namespaces(made);
     for (root, on) in [
         (Root::Proc, made.pid),
         (Root::Terminals, terminals),
@@ -299,6 +347,25 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
                 }
             }
             Some((b'K', [])) if made.pid => end_everything_else().map(|()| None),
+            Some((b'N', [])) if made.pid => {
+                let renewed = nix::sched::unshare(CloneFlags::CLONE_NEWNET)
+                    .map_err(|e| format!("a network namespace for the session: {e}"))
+                    .and_then(|()| loopback_up());
+                let answer = match renewed {
+                    Ok(()) => {
+                        made.network = true;
+                        let (mut letters, fds) = own_namespaces(made);
+                        letters.insert(0, b'+');
+                        let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
+                        wire::send(&socket, &letters, &borrowed)
+                    }
+                    Err(why) => wire::send(&socket, format!("-{why}").as_bytes(), &[]),
+                };
+                if answer.is_err() {
+                    std::process::exit(0);
+                }
+                continue;
+            }
             _ => Err("a request the holder does not know".to_string()),
         };
         let sent = match answer {
@@ -338,7 +405,9 @@ fn listen(ports: &[u16]) -> Result<TcpListener, String> {
 fn make(wanted: &Wanted) -> (Made, bool, Vec<String>) {
     let mut why_not = Vec::new();
     let mut want = CloneFlags::empty();
-    if wanted.network {
+    // A session slot (a PID namespace made ahead) gets a network namespace per session
+    // instead (`N`): none of one session's network state is left for the next.
+    if wanted.network && !(wanted.pid && wanted.shm.is_some()) {
         want |= CloneFlags::CLONE_NEWNET;
     }
     if wanted.shm.is_some() {
