@@ -68,6 +68,9 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
     };
     let runtime = whalebox::guard::runtime::Runtime::detect();
     let (limits, limit_lines) = limits_report(&env);
+    // What a session's tasks see of the machine's processes (a probe, as for the
+    // network namespace: doctor starts no session).
+    let processes = whalebox::net::netns::probe_processes();
     let report = json!({
         "runtime": {
             "kernel": runtime.kernel.unwrap_or("Linux"),
@@ -97,6 +100,10 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
         "preset_paths": env.profile.landlock.preset_paths,
         "limits": limits,
         "task_machine": machine_report(env.profile.shell.user_namespaces),
+        "task_processes": match &processes {
+            Ok(()) => json!({"pid_namespace": true}),
+            Err(why) => json!({"pid_namespace": false, "why": why}),
+        },
     });
     if as_json {
         println!("{report:#}");
@@ -216,6 +223,16 @@ pub(crate) fn doctor(as_json: bool, args: &ProfileArgs) -> ExitCode {
             "            user namespaces: refused ([shell] user_namespaces = \"deny\"): {}",
             machine::DENIED_USER_NAMESPACES.join("; ")
         );
+    }
+    match &processes {
+        Ok(()) => println!(
+            "processes:  a session's tasks share a PID namespace with a /proc of its own: they \
+             list and reach only the session's processes"
+        ),
+        Err(why) => println!(
+            "processes:  tasks see the machine's processes and their command lines in /proc (no \
+             PID namespace of the session's: {why})"
+        ),
     }
     match env.gated_shell() {
         Ok(g) if env.policy.is_some() => println!(

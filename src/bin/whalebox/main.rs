@@ -320,7 +320,9 @@ fn main() -> ExitCode {
         Some(whalebox::shell::terminal::SUBCOMMAND) => {
             whalebox::shell::terminal::main(argv.collect())
         }
-        Some(whalebox::net::netns::PROBE_SUBCOMMAND) => whalebox::net::netns::probe_main(),
+        Some(whalebox::net::netns::PROBE_SUBCOMMAND) => {
+            whalebox::net::netns::probe_main(argv.collect())
+        }
         Some(whalebox::guard::spaces::SUBCOMMAND) => whalebox::guard::spaces::main(argv.collect()),
         _ => {}
     }

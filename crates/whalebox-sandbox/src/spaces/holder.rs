@@ -512,7 +512,7 @@ fn make(wanted: &Wanted) -> (Made, bool, Vec<String>) {
 /// namespace over `/proc`, so a task lists, reads and names only the session's
 /// processes. Without it the namespace is not handed out (a task in it would read the
 /// machine's `/proc` with pids that name other processes).
-fn private_proc() -> Result<(), String> {
+pub(super) fn private_proc() -> Result<(), String> {
     mount(
         Some("proc"),
         "/proc",

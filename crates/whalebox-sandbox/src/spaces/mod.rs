@@ -350,6 +350,36 @@ pub fn probe_network() -> Result<bool, String> {
     Ok(user)
 }
 
+/// Whether a PID namespace with a procfs of its own can be made here, as a session's
+/// holder makes it, tried in the calling (throwaway, single-threaded) process.
+pub fn probe_pid() -> Result<(), String> {
+    enter(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID).map_err(|e| e.why)?;
+    // SAFETY: single-threaded; the child mounts and exits.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Child) => {
+            let none: Option<&str> = None;
+            let made = nix::mount::mount(
+                none,
+                "/",
+                none,
+                nix::mount::MsFlags::MS_REC | nix::mount::MsFlags::MS_SLAVE,
+                none,
+            )
+            .map_err(|e| format!("making the mounts private: {e}"))
+            .and_then(|()| holder::private_proc());
+            // SAFETY: leaving the throwaway child.
+            unsafe { nix::libc::_exit(i32::from(made.is_err())) }
+        }
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            match nix::sys::wait::waitpid(child, None) {
+                Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
+                _ => Err("a PID namespace was made, but no procfs of its own mounted".into()),
+            }
+        }
+        Err(e) => Err(format!("fork: {e}")),
+    }
+}
+
 /// `ip link set lo up`, by the ioctl, in the caller's network namespace.
 pub fn loopback_up() -> Result<(), String> {
     use nix::libc;
