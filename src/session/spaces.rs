@@ -342,9 +342,7 @@ impl Env {
                 if let Err(e) = ahead.hide(&hide) {
                     tracing::info!("session namespaces: {e}");
                 }
-                if self.wanted_spaces().network
-                    && let Err(e) = ahead.new_network()
-                {
+                if let Err(e) = ahead.new_session(self.wanted_spaces().network) {
                     tracing::warn!("session namespaces: {e}");
                 }
                 Arc::clone(ahead)
@@ -407,6 +405,7 @@ impl Env {
             hide: Vec::new(),
             pid: true,
             terminals: true,
+            ipc: true,
         }
     }
 
@@ -437,7 +436,7 @@ impl Env {
     pub fn task_join(&self) -> Option<String> {
         let spaces = self.spaces().ok()?;
         let made = spaces.made();
-        (made.network || made.mount || made.pid)
+        (made.network || made.mount || made.pid || made.ipc)
             .then(|| serde_json::to_string(&spaces.join).ok())
             .flatten()
     }

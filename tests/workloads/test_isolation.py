@@ -9,6 +9,7 @@
   proves them)."""
 
 import secrets
+import subprocess
 
 import pytest
 
@@ -55,12 +56,17 @@ async def test_sessions_isolated(wl, config, user):
     shm = f"/dev/shm/whalebox-workloads-{secrets.token_hex(4)}"
     mark = secrets.token_hex(8)
     naptime = f"{300 + secrets.randbelow(600)}.{secrets.randbelow(1000):03d}"  # names the sleeper
+    ipc_key = 0x5EC00000 + secrets.randbelow(0xFFFFF)  # a System V segment's key
 
     async def steps(t):
         import os
 
         try:
             await t.sh(f"echo mine > {shm} && cat {shm}")
+            # A System V shared memory segment (IPC_CREAT, mode 0600), which outlives its
+            # maker: any process of the same user in the same IPC namespace can attach it.
+            await t.sh(f"python3 -c 'import ctypes; l = ctypes.CDLL(None); "
+                       f"raise SystemExit(l.shmget({ipc_key}, 4096, 0o1600) < 0)'")
             await t.start(f"exec python3 -m http.server {port} --bind 127.0.0.1")
             await t.start(f"export WORKLOADS_MARK={mark}; echo $$ > sleeper.pid; exec sleep {naptime}")
             # Both up (the server as its own session sees it: test_devserver judges that).
@@ -78,6 +84,7 @@ async def test_sessions_isolated(wl, config, user):
                 probes = {
                     "see the first session's /dev/shm file": f"cat {shm}",
                     "reach the first session's loopback server": f"curl -fsS --max-time 5 http://127.0.0.1:{port}/",
+                    "see the first session's System V shared memory": f"ipcs -m | grep -i {ipc_key:#x}",
                     "signal the first session's process": same + f"kill -0 {pid}",
                     "read the first session's /proc/PID/environ": same + f"tr '\\0' '\\n' < /proc/{pid}/environ | grep {mark}",
                     "read the first session's /proc/PID/fd": same + f"ls -l /proc/{pid}/fd/",
@@ -102,5 +109,7 @@ async def test_sessions_isolated(wl, config, user):
         finally:
             if os.path.exists(shm):
                 os.unlink(shm)
+            if not t.fenced:
+                subprocess.run(["ipcrm", "-M", str(ipc_key)], stderr=subprocess.DEVNULL)
 
-    await wl.run("sessions", config, user, steps, programs=["python3", "curl"])
+    await wl.run("sessions", config, user, steps, programs=["python3", "curl", "/usr/bin/ipcs"])

@@ -146,6 +146,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ! {
                     network: rest[0] & 1 != 0,
                     pid: rest[0] & 2 != 0,
                     terminals: rest[0] & 4 != 0,
+                    ipc: rest[0] & 8 != 0,
                     shm: parts.next().filter(|p| !p.is_empty()).map(path),
                     hide: parts.filter(|p| !p.is_empty()).map(path).collect(),
                 };

@@ -84,14 +84,16 @@ impl Spaces {
             .unwrap_or_default()
     }
 
-    /// A new network namespace for the next session of a slot (nothing of the last
-    /// one's: its listeners, its connections' states), with its loopback up.
-    pub fn new_network(&self) -> Result<(), String> {
+    /// New IPC and (with `network`) network namespaces for the next session of a slot:
+    /// nothing of the last one's (its System V objects, its listeners, its connections'
+    /// states) is left, and the loopback is up.
+    pub fn new_session(&self, network: bool) -> Result<(), String> {
         let socket = self
             .socket
             .lock()
             .map_err(|_| "the namespace holder's lock is poisoned".to_string())?;
-        wire::send(&*socket, b"N", &[]).map_err(|e| format!("the namespace holder: {e}"))?;
+        wire::send(&*socket, &[b'N', u8::from(network)], &[])
+            .map_err(|e| format!("the namespace holder: {e}"))?;
         let (answer, fds) =
             wire::receive(&*socket, 8).map_err(|e| format!("the namespace holder: {e}"))?;
         drop(socket);
@@ -240,6 +242,7 @@ fn namespaces_named(
             Kind::User => made.user = true,
             Kind::Network => made.network = true,
             Kind::Mount => made.mount = true,
+            Kind::Ipc => made.ipc = true,
             Kind::Pid => made.pid = true,
         }
         namespaces.push((kind, fd));
@@ -255,6 +258,7 @@ fn own_namespaces(made: Made) -> (Vec<u8>, Vec<OwnedFd>) {
         (Kind::User, made.user),
         (Kind::Network, made.network),
         (Kind::Mount, made.mount),
+        (Kind::Ipc, made.ipc),
         (Kind::Pid, made.pid),
     ] {
         if !on {
@@ -347,13 +351,19 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
                 }
             }
             Some((b'K', [])) if made.pid => end_everything_else().map(|()| None),
-            Some((b'N', [])) if made.pid => {
-                let renewed = nix::sched::unshare(CloneFlags::CLONE_NEWNET)
-                    .map_err(|e| format!("a network namespace for the session: {e}"))
-                    .and_then(|()| loopback_up());
+            Some((b'N', [network])) if made.pid => {
+                let network = *network == 1;
+                let mut flags = CloneFlags::CLONE_NEWIPC;
+                if network {
+                    flags |= CloneFlags::CLONE_NEWNET;
+                }
+                let renewed = nix::sched::unshare(flags)
+                    .map_err(|e| format!("the session's IPC and network namespaces: {e}"))
+                    .and_then(|()| if network { loopback_up() } else { Ok(()) });
                 let answer = match renewed {
                     Ok(()) => {
-                        made.network = true;
+                        made.network = network;
+                        made.ipc = true;
                         let (mut letters, fds) = own_namespaces(made);
                         letters.insert(0, b'+');
                         let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
@@ -415,6 +425,9 @@ fn make(wanted: &Wanted) -> (Made, bool, Vec<String>) {
         if wanted.pid {
             want |= CloneFlags::CLONE_NEWPID;
         }
+        if wanted.ipc {
+            want |= CloneFlags::CLONE_NEWIPC;
+        }
     }
     if want.is_empty() {
         return (Made::default(), false, why_not);
@@ -450,6 +463,7 @@ fn make(wanted: &Wanted) -> (Made, bool, Vec<String>) {
         return (made, false, why_not);
     };
     made.user = user;
+    made.ipc = flags.contains(CloneFlags::CLONE_NEWIPC);
     if flags.contains(CloneFlags::CLONE_NEWPID) {
         // The namespace's first process is our next child: it goes on, we leave.
         // SAFETY: single-threaded; the parent only exits.

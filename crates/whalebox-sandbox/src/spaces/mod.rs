@@ -15,6 +15,8 @@
 //!   signals and reads only the session's processes; the server, other sessions and the
 //!   person's processes name nothing. A supervisor joins it and forks: only its child
 //!   is inside, and goes on as the task's supervisor (see `shell::supervisor`);
+//! - **one IPC namespace per session**: System V shared memory, semaphores and message
+//!   queues, and POSIX message queues, are the session's, and go with it;
 //! - without root, all inside a **user namespace** that maps only the caller's uid and
 //!   gid (as root, none: a root task stays root, fenced by Landlock and the exec gate).
 //!
@@ -73,6 +75,9 @@ pub struct Wanted {
     /// namespace). The server's layer must reach it: by [`Spaces::roots`] when the
     /// holder is made before that layer, else by a rule on `/dev`.
     pub terminals: bool,
+    /// An IPC namespace (needs the mount namespace); a session slot's is new for each
+    /// session ([`Spaces::new_session`]).
+    pub ipc: bool,
 }
 
 /// The machine's listening pathname unix sockets, as `/proc/self/net/unix` lists them
@@ -109,6 +114,10 @@ pub struct Made {
     pub mount: bool,
     /// A PID namespace with its own `/proc`.
     pub pid: bool,
+    /// An IPC namespace (System V shared memory, semaphores and message queues, POSIX
+    /// message queues): the session's objects, out of other sessions' and the machine's
+    /// reach, and gone with it.
+    pub ipc: bool,
 }
 
 /// One of a session's namespaces, as a descriptor of `/proc/PID/ns/*`.
@@ -117,6 +126,7 @@ pub enum Kind {
     User,
     Network,
     Mount,
+    Ipc,
     /// Joined last; it moves only the joiner's children (see [`join`]).
     Pid,
 }
@@ -127,6 +137,7 @@ impl Kind {
             Kind::User => CloneFlags::CLONE_NEWUSER,
             Kind::Network => CloneFlags::CLONE_NEWNET,
             Kind::Mount => CloneFlags::CLONE_NEWNS,
+            Kind::Ipc => CloneFlags::CLONE_NEWIPC,
             Kind::Pid => CloneFlags::CLONE_NEWPID,
         }
     }
@@ -137,6 +148,7 @@ impl Kind {
             Kind::User => b'u',
             Kind::Network => b'n',
             Kind::Mount => b'm',
+            Kind::Ipc => b'i',
             Kind::Pid => b'p',
         }
     }
@@ -146,6 +158,7 @@ impl Kind {
             b'u' => Some(Kind::User),
             b'n' => Some(Kind::Network),
             b'm' => Some(Kind::Mount),
+            b'i' => Some(Kind::Ipc),
             b'p' => Some(Kind::Pid),
             _ => None,
         }
@@ -156,6 +169,7 @@ impl Kind {
             Kind::User => "user",
             Kind::Network => "net",
             Kind::Mount => "mnt",
+            Kind::Ipc => "ipc",
             Kind::Pid => "pid",
         }
     }
@@ -227,7 +241,7 @@ pub fn verify(namespaces: &[(Kind, OwnedFd)], expected: &[Identity]) -> Result<(
 /// start no more threads. Ok(true): one was joined.
 pub fn join(namespaces: &[(Kind, OwnedFd)]) -> Result<bool, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
-    for kind in [Kind::User, Kind::Network, Kind::Mount, Kind::Pid] {
+    for kind in [Kind::User, Kind::Ipc, Kind::Network, Kind::Mount, Kind::Pid] {
         for (k, fd) in namespaces {
             if *k == kind {
                 setns(fd.as_fd(), kind.flag()).map_err(|e| {
@@ -434,7 +448,7 @@ pub fn send_namespaces(
 
 /// Receive what [`send_namespaces`] sent.
 pub fn receive_namespaces(socket: &impl AsFd) -> Result<Vec<(Kind, OwnedFd)>, String> {
-    let (body, fds) = wire::receive(socket, 4).map_err(|e| format!("{e}"))?;
+    let (body, fds) = wire::receive(socket, 8).map_err(|e| format!("{e}"))?;
     if body.is_empty() {
         return Err("the server closed the connection instead of answering".into());
     }
