@@ -576,3 +576,78 @@ fn an_unprivileged_user_gets_its_own_network_namespace_too() {
         network(&env)
     );
 }
+
+/// A machine whose `/proc` has a path covered (a container's masked `/proc/kmsg`) lets
+/// no unprivileged user mount a procfs again, so a session gets no PID namespace; it
+/// must still get its own network and IPC namespaces (a session slot makes those for
+/// each session whatever became of its PID namespace), not fall back to the Landlock
+/// fence and the machine's System V objects. As root only (it masks /proc in a mount
+/// namespace of its own, then runs whalebox as nobody).
+#[test]
+fn without_a_pid_namespace_a_session_still_gets_its_network_namespace() {
+    // SAFETY: getuid cannot fail.
+    if unsafe { nix::libc::getuid() } != 0 {
+        eprintln!("SKIPPED: masking /proc in a mount namespace needs root");
+        return;
+    }
+    let (Some(unshare), Some(setpriv)) = (
+        common::find_system_program("unshare"),
+        common::find_system_program("setpriv"),
+    ) else {
+        eprintln!("SKIPPED: needs unshare and setpriv (util-linux)");
+        return;
+    };
+    let top = tempfile::tempdir().unwrap();
+    let (ws, home) = (top.path().join("ws"), top.path().join("home"));
+    for dir in [top.path(), &ws, &home] {
+        std::fs::create_dir_all(dir).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let call = |mask: bool| -> Value {
+        let script = format!(
+            "{}exec {} --reuid=65534 --regid=65534 --clear-groups env HOME={} {} call shell_run \
+             --workspace {} --args '{{\"command\": \"ls /proc | grep -c \\\"^[0-9]\\\"; ipcs -m\"}}'",
+            if mask {
+                "mount --bind /dev/null /proc/kmsg && "
+            } else {
+                ""
+            },
+            setpriv.display(),
+            home.display(),
+            common::bin(),
+            ws.display(),
+        );
+        let mut cmd = std::process::Command::new(&unshare);
+        cmd.args(["-m", "--propagation", "private", "sh", "-c", &script]);
+        common::isolate(&mut cmd, &home);
+        let out = cmd.output().unwrap();
+        common::envelope(&out)
+    };
+    let plain = call(false);
+    if plain["data"]["network"]["enforcement"] != "namespace" || !common::pid_namespaces() {
+        eprintln!(
+            "SKIPPED: no session namespaces here for nobody: {}",
+            text(&plain)
+        );
+        return;
+    }
+    let masked = call(true);
+    assert_eq!(
+        masked["data"]["network"]["enforcement"],
+        "namespace",
+        "{}",
+        text(&masked)
+    );
+    // The probe is sound: with /proc masked, no PID namespace (the machine's processes
+    // are listed), where without the mask there is one (the session's few).
+    let listed = |env: &Value| -> usize {
+        text(env)
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(listed(&plain) < 10, "{}", text(&plain));
+    assert!(listed(&masked) >= 10, "{}", text(&masked));
+}

@@ -351,7 +351,9 @@ pub(super) fn main(socket: OwnedFd, wanted: &Wanted) -> ! {
                 }
             }
             Some((b'K', [])) if made.pid => end_everything_else().map(|()| None),
-            Some((b'N', [network])) if made.pid => {
+            // A slot's (even one whose PID namespace or /proc the machine refused: its
+            // sessions still get their own network and IPC namespaces).
+            Some((b'N', [network])) if slot(wanted) => {
                 let network = *network == 1;
                 let mut flags = CloneFlags::CLONE_NEWIPC;
                 if network {
@@ -417,7 +419,7 @@ fn make(wanted: &Wanted) -> (Made, bool, Vec<String>) {
     let mut want = CloneFlags::empty();
     // A session slot (a PID namespace made ahead) gets a network namespace per session
     // instead (`N`): none of one session's network state is left for the next.
-    if wanted.network && !(wanted.pid && wanted.shm.is_some()) {
+    if wanted.network && !slot(wanted) {
         want |= CloneFlags::CLONE_NEWNET;
     }
     if wanted.shm.is_some() {
@@ -520,6 +522,12 @@ fn make(wanted: &Wanted) -> (Made, bool, Vec<String>) {
         why_not.push("/dev/shm: no mount namespace (see above)".into());
     }
     (made, terminals, why_not)
+}
+
+/// Whether `wanted` is a session slot's, made ahead for one session after another: its
+/// network and IPC namespaces are made for each session (`N`).
+fn slot(wanted: &Wanted) -> bool {
+    wanted.pid && wanted.shm.is_some()
 }
 
 /// In the new mount namespace, as the PID namespace's first process: a procfs of the
