@@ -82,9 +82,10 @@ pub struct Env {
     network: std::sync::OnceLock<Result<Option<Arc<NetworkFence>>, String>>,
     /// The session's namespaces (network, `/dev/shm`), made with the first task.
     spaces: std::sync::OnceLock<Result<Arc<SessionSpaces>, String>>,
-    /// The server's `/dev/shm` directories, one per session (made when the server
-    /// enters its fences; shared by the sessions of an HTTP server).
-    shm_pool: Arc<std::sync::OnceLock<Arc<spaces::ShmPool>>>,
+    /// The server's session slots, one per session: a `/dev/shm` directory and the
+    /// namespaces made ahead (when the server enters its fences; shared by the sessions
+    /// of an HTTP server).
+    slots: Arc<std::sync::OnceLock<Arc<spaces::Slots>>>,
     /// The workspace's checkpoints, opened on first use (None: `[checkpoints] mode =
     /// "off"`, or no group that changes the workspace).
     pub checkpoints: Option<Arc<crate::checkpoint::Slot>>,
@@ -291,7 +292,7 @@ impl Env {
             sandbox_status: std::sync::OnceLock::new(),
             network: std::sync::OnceLock::new(),
             spaces: std::sync::OnceLock::new(),
-            shm_pool: Arc::default(),
+            slots: Arc::default(),
             checkpoints: None,
             caller: None,
             git_guard: None,
@@ -355,7 +356,7 @@ impl Env {
             sandbox_status: std::sync::OnceLock::new(),
             network: std::sync::OnceLock::new(),
             spaces: std::sync::OnceLock::new(),
-            shm_pool: Arc::clone(&self.shm_pool),
+            slots: Arc::clone(&self.slots),
             checkpoints: self.checkpoints.clone(),
             caller: Some(caller.to_string()),
             git_guard: self.git_guard.clone(),

@@ -239,7 +239,7 @@ impl Env {
             // now: what is mounted in them (its /proc, its terminals) only a rule on
             // its own root reaches, and this layer is built once.
             super::spaces::start_factory();
-            match super::spaces::ShmPool::create(self.private.root(), sessions.max(1)) {
+            match super::spaces::Slots::create(self.private.root(), sessions.max(1)) {
                 Ok(mut pool) => {
                     if let Some(factory) = super::spaces::factory() {
                         let wanted = Wanted {
@@ -255,7 +255,7 @@ impl Env {
                         // only a rule on /dev reaches, unless every slot's is named.
                         s.server_devices = !pool.all_terminals_named();
                     }
-                    let _ = self.shm_pool.set(std::sync::Arc::new(pool));
+                    let _ = self.slots.set(std::sync::Arc::new(pool));
                 }
                 Err(e) => {
                     if let Some(s) = &mut sandbox {

@@ -13,11 +13,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::guard::spaces::{Factory, Made, Spaces, Wanted};
 
-/// The factory, if it runs.
-pub(super) fn factory() -> Option<&'static Factory> {
-    FACTORY.get().and_then(Option::as_ref)
-}
-
 use super::Env;
 
 /// The factory, started once per process before Landlock (None: it could not start,
@@ -39,6 +34,11 @@ pub(super) fn start_factory() {
     });
 }
 
+/// The factory, if it runs.
+pub(super) fn factory() -> Option<&'static Factory> {
+    FACTORY.get().and_then(Option::as_ref)
+}
+
 /// Whether the factory runs (it does once a server entered its sandbox; `whalebox
 /// doctor` never starts one, and asks a probe instead).
 pub(super) fn factory_running() -> bool {
@@ -53,16 +53,16 @@ pub(super) fn factory_running() -> bool {
 /// on their own roots reaches: the layer names them by descriptor). A session past them
 /// gets no `/dev/shm` (it stays closed, and it says so).
 #[derive(Debug)]
-pub struct ShmPool {
+pub struct Slots {
     dirs: Vec<PathBuf>,
     /// Each slot's namespaces, reused by one session after another.
     spaces: Vec<Option<Arc<Spaces>>>,
     taken: Mutex<Vec<bool>>,
 }
 
-impl ShmPool {
+impl Slots {
     /// `count` directories under `root` (the server's private directory).
-    pub(super) fn create(root: &Path, count: usize) -> std::io::Result<ShmPool> {
+    pub(super) fn create(root: &Path, count: usize) -> std::io::Result<Slots> {
         use std::os::unix::fs::PermissionsExt;
         let base = root.join("shm");
         std::fs::create_dir_all(&base)?;
@@ -75,7 +75,7 @@ impl ShmPool {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777))?;
             dirs.push(dir);
         }
-        Ok(ShmPool {
+        Ok(Slots {
             taken: Mutex::new(vec![false; count]),
             spaces: vec![None; count],
             dirs,
@@ -137,25 +137,26 @@ impl ShmPool {
         })
     }
 
-    fn take(self: &Arc<Self>) -> Option<ShmSlot> {
+    fn take(self: &Arc<Self>) -> Option<Slot> {
         let mut taken = self.taken.lock().ok()?;
         let i = taken.iter().position(|t| !t)?;
         taken[i] = true;
-        Some(ShmSlot {
+        Some(Slot {
             pool: Arc::clone(self),
             index: i,
         })
     }
 }
 
-/// A session's `/dev/shm` directory, emptied and given back when the session ends.
+/// A session's slot: its `/dev/shm` directory, emptied, and its namespaces, given back
+/// when the session ends.
 #[derive(Debug)]
-struct ShmSlot {
-    pool: Arc<ShmPool>,
+struct Slot {
+    pool: Arc<Slots>,
     index: usize,
 }
 
-impl ShmSlot {
+impl Slot {
     fn dir(&self) -> &Path {
         &self.pool.dirs[self.index]
     }
@@ -166,7 +167,7 @@ impl ShmSlot {
     }
 }
 
-impl Drop for ShmSlot {
+impl Drop for Slot {
     fn drop(&mut self) {
         // What the session's tasks left there (they are gone: the session ended). A
         // directory a task made unreadable is opened up first; what still cannot go (an
@@ -231,7 +232,7 @@ pub struct SessionSpaces {
     /// The supervisor's `--join` value.
     join: crate::shell::supervisor::Join,
     socket: PathBuf,
-    shm: Option<ShmSlot>,
+    slot: Option<Slot>,
     /// Set when the session ends: the join thread stops.
     ended: Arc<AtomicBool>,
 }
@@ -243,10 +244,10 @@ impl SessionSpaces {
 
     /// The session's `/dev/shm` directory, when its tasks see it there.
     pub fn shm_dir(&self) -> Option<&Path> {
-        self.shm
+        self.slot
             .as_ref()
             .filter(|_| self.spaces.made().mount)
-            .map(ShmSlot::dir)
+            .map(Slot::dir)
     }
 }
 
@@ -327,16 +328,14 @@ impl Env {
     }
 
     fn make_spaces(&self) -> Result<SessionSpaces, String> {
-        let factory = FACTORY
-            .get()
-            .and_then(Option::as_ref)
+        let factory = factory()
             .ok_or("no namespace factory (it starts with the server, before its fences)")?;
-        let shm = self.shm_pool.get().and_then(ShmPool::take);
-        let hide = match &shm {
+        let slot = self.slots.get().and_then(Slots::take);
+        let hide = match &slot {
             Some(_) => self.sockets_to_hide(),
             None => Vec::new(),
         };
-        let spaces = match shm.as_ref().and_then(ShmSlot::spaces) {
+        let spaces = match slot.as_ref().and_then(Slot::spaces) {
             Some(ahead) => {
                 // Listening sockets made on the machine since the slot was.
                 if let Err(e) = ahead.hide(&hide) {
@@ -349,7 +348,7 @@ impl Env {
             }
             None => {
                 let wanted = Wanted {
-                    shm: shm.as_ref().map(|s| s.dir().to_path_buf()),
+                    shm: slot.as_ref().map(|s| s.dir().to_path_buf()),
                     hide,
                     // A devpts or procfs mounted now is out of the server's layer's
                     // reach, unless that layer grants /dev (no slot was made ahead).
@@ -390,7 +389,7 @@ impl Env {
                 expect,
             },
             socket,
-            shm,
+            slot,
             ended,
         })
     }
@@ -427,7 +426,7 @@ impl Env {
     /// Whether the slots made ahead have terminals the server's layer names (so it
     /// grants no `/dev`, and a holder made later must not mount a devpts).
     fn slots_name_terminals(&self) -> bool {
-        self.shm_pool
+        self.slots
             .get()
             .is_some_and(|pool| pool.all_terminals_named())
     }
@@ -501,7 +500,7 @@ mod tests {
         let outside = top.path().join("outside");
         std::fs::create_dir(&outside).unwrap();
         std::fs::write(outside.join("precious"), "keep").unwrap();
-        let pool = Arc::new(ShmPool::create(top.path(), 1).unwrap());
+        let pool = Arc::new(Slots::create(top.path(), 1).unwrap());
         let slot = pool.take().unwrap();
         let dir = slot.dir().to_path_buf();
         std::fs::write(dir.join("sem.x"), "1").unwrap();
